@@ -1,0 +1,90 @@
+// Package remote defines the transport-neutral view of one remote directory tree
+// that the filesystem layers above talk to.
+package remote
+
+import (
+	"context"
+	"time"
+)
+
+// Attr is what the remote says about one file. Mode carries the POSIX file
+// type bits (S_IFMT) as well as the permission bits, exactly as on the wire.
+type Attr struct {
+	Mode  uint32
+	Size  uint64
+	UID   uint32
+	GID   uint32
+	Atime time.Time
+	Mtime time.Time
+}
+
+// DirEntry is one name of a directory listing, with the attributes the
+// listing carried (SFTP NAME replies carry lstat attributes).
+type DirEntry struct {
+	Name string
+	Attr Attr
+}
+
+// SetAttr lists the attribute changes of one setattr call; nil fields are
+// left as they are.
+type SetAttr struct {
+	Mode  *uint32 // permission bits only
+	UID   *uint32
+	GID   *uint32
+	Size  *uint64
+	Atime *time.Time
+	Mtime *time.Time
+}
+
+// StatFS is the remote filesystem's statvfs.
+type StatFS struct {
+	Bsize, Frsize                 uint64
+	Blocks, Bfree, Bavail         uint64
+	Files, Ffree, Favail, NameMax uint64
+	Fsid                          uint64
+}
+
+// Remote is one remote directory tree. Paths are relative to the tree's root
+// ("" or "." is the root itself) and use "/" separators; they are already
+// validated (no "..", no empty components). Every call honours ctx: when it
+// is cancelled or its deadline passes the call returns promptly with an error
+// wrapping ctx.Err(), even if the network does not answer.
+//
+// Errors wrap the fs package's errors where one fits (fs.ErrNotExist,
+// fs.ErrExist, fs.ErrPermission) or carry a syscall.Errno, so that one
+// translator above can map them to errno.
+type Remote interface {
+	Lstat(ctx context.Context, path string) (Attr, error)
+	Stat(ctx context.Context, path string) (Attr, error) // follows symlinks
+	ReadDir(ctx context.Context, path string) ([]DirEntry, error)
+	Readlink(ctx context.Context, path string) (string, error)
+
+	// Open opens (and with os.O_CREATE creates with mode perm) a regular
+	// file; flags are os.O_* values.
+	Open(ctx context.Context, path string, flags int, perm uint32) (File, error)
+	Mkdir(ctx context.Context, path string, perm uint32) error
+	Remove(ctx context.Context, path string) error // a non-directory
+	Rmdir(ctx context.Context, path string) error
+	// Rename replaces newpath atomically when the server supports it
+	// (posix-rename), and otherwise fails with EEXIST if newpath exists.
+	Rename(ctx context.Context, oldpath, newpath string) error
+	Symlink(ctx context.Context, target, linkpath string) error
+	Link(ctx context.Context, oldpath, newpath string) error
+	SetAttr(ctx context.Context, path string, a SetAttr) error
+	StatFS(ctx context.Context, path string) (StatFS, error)
+
+	// Close ends the connections; calls after it fail.
+	Close() error
+}
+
+// File is an open remote file. Its methods may be called concurrently.
+type File interface {
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error) // io.EOF at end
+	WriteAt(ctx context.Context, p []byte, off int64) (int, error)
+	Stat(ctx context.Context) (Attr, error)
+	Truncate(ctx context.Context, size int64) error
+	// Sync makes acknowledged writes durable (fsync extension when offered).
+	Sync(ctx context.Context) error
+	// Close reports any write error not reported before.
+	Close(ctx context.Context) error
+}
