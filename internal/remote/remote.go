@@ -66,8 +66,9 @@ type Remote interface {
 	Remove(ctx context.Context, path string) error // a non-directory
 	Rmdir(ctx context.Context, path string) error
 	// Rename replaces newpath atomically when the server supports it
-	// (posix-rename), and otherwise fails with EEXIST if newpath exists.
-	Rename(ctx context.Context, oldpath, newpath string) error
+	// (posix-rename). With noReplace it fails with EEXIST if newpath
+	// exists (RENAME_NOREPLACE).
+	Rename(ctx context.Context, oldpath, newpath string, noReplace bool) error
 	Symlink(ctx context.Context, target, linkpath string) error
 	Link(ctx context.Context, oldpath, newpath string) error
 	SetAttr(ctx context.Context, path string, a SetAttr) error
