@@ -1,0 +1,71 @@
+package config
+
+import "time"
+
+func compatOptions() []Option {
+	s := SecCompat
+	return []Option{
+		enumOpt("cache", "yes", []string{"yes", "no"}, s,
+			"cache=no is cache_timeout=0: nothing is cached.",
+			func(c *Config, v string) {
+				if v == "no" {
+					c.Cache.setAll(0)
+				}
+			}),
+		enumOpt("dir_cache", "yes", []string{"yes", "no"}, s,
+			"dir_cache=no is dcache_timeout=0.",
+			func(c *Config, v string) {
+				if v == "no" {
+					c.Cache.DirCacheTimeout = 0
+				}
+			}),
+		secondsOpt("dcache_stat_timeout", "", s, false, "Same as attr_timeout.",
+			func(c *Config, d time.Duration) { c.Cache.AttrTimeout = d }),
+		secondsOpt("dcache_dir_timeout", "", s, false, "Same as dcache_timeout.",
+			func(c *Config, d time.Duration) { c.Cache.DirCacheTimeout = d }),
+		secondsOpt("dcache_link_timeout", "", s, false, "Ignored.",
+			func(*Config, time.Duration) {}),
+		intOpt("dcache_max_size", "N", "", s, 0, 1<<31-1, "Ignored.", func(*Config, int) {}),
+		secondsOpt("dcache_clean_interval", "", s, false, "Ignored.", func(*Config, time.Duration) {}),
+		secondsOpt("dcache_min_clean_interval", "", s, false, "Ignored.", func(*Config, time.Duration) {}),
+		stringOpt("workaround", "LIST", "", s,
+			"Colon-separated sshfs workarounds (rename, renamexdev, truncate, buflimit, fstat, createmode, each also with a no prefix, none, all); checked and ignored: sshfsm uses posix-rename when the server offers it and needs none of them.",
+			func(_ *Config, v string) error { return checkWorkarounds(v) }),
+		enumOpt("ssh_protocol", "2", []string{"2"}, s, "Only protocol 2 exists.", func(*Config, string) {}),
+		ignored("sshfs_sync", s, "Ignored: writes are sent without waiting for each reply; a write error is reported no later than the next fsync, flush or close of the file."),
+		ignored("no_readahead", s, "Ignored: sshfsm reads only what the kernel asks for (including the kernel's own readahead)."),
+		ignored("sync_readdir", s, "Ignored."),
+		ignored("delay_connect", s, "Ignored: sshfsm always connects before mounting, so that errors are reported by the mount command."),
+		ignored("no_check_root", s, "Ignored: the remote directory is always checked before mounting."),
+		ignored("auto_cache", s, "Ignored."),
+		ignored("noauto_cache", s, "Ignored."),
+		ignored("auto_unmount", s, "Ignored: sshfsm unmounts when it gets SIGINT or SIGTERM, but not when killed with SIGKILL."),
+		withAliases(ignored("nonempty", s, "Ignored (FUSE 2): mounting over a non-empty directory is always allowed."),
+			"big_writes", "large_read", "hard_remove", "use_ino", "readdir_ino"),
+	}
+}
+
+func noiseOptions() []Option {
+	s := SecNoise
+	noise := func(name string, aliases ...string) Option {
+		return withAliases(ignored(name, s, "Ignored."), aliases...)
+	}
+	comment := stringOpt("comment", "TEXT", "", s, "Ignored.", func(*Config, string) error { return nil })
+	prefix := noise("x-")
+	prefix.Prefix = true
+	return []Option{
+		noise("defaults"),
+		noise("dev", "nodev"),
+		noise("suid", "nosuid"),
+		noise("exec", "noexec"),
+		noise("atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime",
+			"diratime", "nodiratime", "lazytime", "nolazytime"),
+		noise("auto", "noauto"),
+		noise("user", "users", "nouser", "owner", "group"),
+		noise("_netdev"),
+		noise("nofail"),
+		noise("async"),
+		prefix,
+		comment,
+	}
+}

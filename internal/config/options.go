@@ -1,0 +1,166 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Options returns the declaration of every -o option, in documentation order.
+func Options() []Option {
+	var all []Option
+	for _, part := range [][]Option{
+		connectionOptions(), sshOptions(), mountOptions(), cacheOptions(),
+		symlinkOptions(), idmapOptions(), compatOptions(), noiseOptions(),
+	} {
+		all = append(all, part...)
+	}
+	return all
+}
+
+func connectionOptions() []Option {
+	s := SecConnection
+	return []Option{
+		stringOpt("ssh_command", "CMD", "ssh", s,
+			"Run CMD instead of ssh. CMD is split into words like a shell does; the ssh arguments follow them.",
+			func(c *Config, v string) error {
+				w, err := splitWords(v)
+				c.SSH.Command = w
+				return err
+			}),
+		stringOpt("sftp_server", "SERV", "", s,
+			"Run the remote command SERV (e.g. /usr/lib/openssh/sftp-server, or \"sudo /usr/lib/openssh/sftp-server\") instead of requesting the sftp subsystem.",
+			func(c *Config, v string) error { c.SSH.SFTPServer = v; return nil }),
+		intOpt("directport", "PORT", "", s, 1, 65535,
+			"Connect with plain TCP to an sftp-server listening on PORT of the host, without ssh and without encryption.",
+			func(c *Config, n int) { c.SSH.DirectPort = n }),
+		intOpt("max_conns", "N", "4", s, 1, 64,
+			"Number of SFTP channels per host; requests are spread over them.",
+			func(c *Config, n int) { c.SSH.MaxConns = n }),
+		secondsOpt("timeout", "30", s, true,
+			"Limit of every request to the server; when it passes, the operation fails with an I/O error instead of hanging and the channel is replaced.",
+			func(c *Config, d time.Duration) { c.SSH.Timeout = d }),
+		withDefault(flag("reconnect", s,
+			"Reconnect to the server when a channel breaks (default).",
+			func(c *Config) { c.SSH.Reconnect = true }), "on"),
+		flag("noreconnect", s,
+			"Do not reconnect: once the connection is lost, operations fail.",
+			func(c *Config) { c.SSH.Reconnect = false }),
+	}
+}
+
+func sshOptions() []Option {
+	s := SecSSH
+	port := intOpt("port", "PORT", "", s, 1, 65535,
+		"Port of the ssh server; same as -p PORT.",
+		func(c *Config, n int) { c.SSH.Port = n })
+	port.Fold = true
+	comp := enumOpt("compression", "", []string{"yes", "no"}, s,
+		"Compress the ssh stream; compression=yes is the same as -C.",
+		func(c *Config, v string) { c.SSH.Compression = v == "yes" })
+	comp.Fold = true
+	return []Option{port, comp}
+}
+
+func mountOptions() []Option {
+	s := SecMount
+	return []Option{
+		flag("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root).",
+			func(c *Config) { c.FUSE.AllowOther = true }),
+		flag("allow_root", s, "Allow root, besides the mounting user, to access the mount.",
+			func(c *Config) { c.FUSE.AllowRoot = true }),
+		flag("default_permissions", s, "Let the kernel check permissions from the file modes before asking the server.",
+			func(c *Config) { c.FUSE.DefaultPermissions = true }),
+		flag("ro", s, "Mount read-only.", func(c *Config) { c.FUSE.ReadOnly = true }),
+		flag("rw", s, "Mount read-write (default).", func(c *Config) { c.FUSE.ReadOnly = false }),
+		idOpt("uid", s, "Show every file as owned by user id N.",
+			func(c *Config, n uint32) { c.FUSE.UID = &n }),
+		idOpt("gid", s, "Show every file as owned by group id N.",
+			func(c *Config, n uint32) { c.FUSE.GID = &n }),
+		octalOpt("umask", s, "Clear these permission bits (octal) of every file shown.",
+			func(c *Config, n uint32) { c.FUSE.Umask = &n }),
+		stringOpt("fsname", "NAME", "", s, "Name of the filesystem in mount tables (default: user@host:dir, as given).",
+			func(c *Config, v string) error { c.FUSE.FsName = v; return nil }),
+		stringOpt("subtype", "TYPE", "sshfsm", s, "Filesystem subtype: mount tables show fuse.TYPE.",
+			func(c *Config, v string) error { c.FUSE.Subtype = v; return nil }),
+		flag("kernel_cache", s, "Keep file contents in the kernel page cache across opens, even if the file changed on the server.",
+			func(c *Config) { c.FUSE.KernelCache = true }),
+		flag("direct_io", s, "Bypass the kernel page cache: every read and write goes to the server.",
+			func(c *Config) { c.FUSE.DirectIO = true }),
+		intOpt("max_write", "BYTES", "1048576", s, 4096, 1<<20, "Largest write the kernel sends in one request.",
+			func(c *Config, n int) { c.FUSE.MaxWrite = n }),
+		flag("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
+			func(c *Config) { c.Debug = true; c.Foreground = true }),
+	}
+}
+
+func cacheOptions() []Option {
+	s := SecCache
+	return []Option{
+		secondsOpt("attr_timeout", "20", s, false, "How long file attributes are trusted.",
+			func(c *Config, d time.Duration) { c.Cache.AttrTimeout = d }),
+		secondsOpt("entry_timeout", "20", s, false, "How long the name-to-file association of a lookup is trusted.",
+			func(c *Config, d time.Duration) { c.Cache.EntryTimeout = d }),
+		secondsOpt("negative_timeout", "20", s, false, "How long a name that was not found is remembered as missing.",
+			func(c *Config, d time.Duration) { c.Cache.NegativeTimeout = d }),
+		secondsOpt("dcache_timeout", "20", s, false, "How long directory listings are trusted.",
+			func(c *Config, d time.Duration) { c.Cache.DirCacheTimeout = d }),
+		secondsOpt("cache_timeout", "", s, false, "Set attr_timeout, entry_timeout, negative_timeout and dcache_timeout at once.",
+			func(c *Config, d time.Duration) { c.Cache.setAll(d) }),
+	}
+}
+
+func symlinkOptions() []Option {
+	s := SecSymlinks
+	return []Option{
+		flag("follow_symlinks", s, "Follow symbolic links on the server: they appear as the files they point to.",
+			func(c *Config) { c.Symlinks.Follow = true }),
+		flag("transform_symlinks", s, "Rewrite absolute symbolic links that point inside the mounted directory into relative ones.",
+			func(c *Config) { c.Symlinks.Transform = true }),
+		withDefault(flag("contain_symlinks", s, "Refuse to follow symbolic links that lead outside the mount (default).",
+			func(c *Config) { c.Symlinks.Contain = true }), "on"),
+		withAliases(flag("nocontain_symlinks", s, "Show every symbolic link target as the server stores it.",
+			func(c *Config) { c.Symlinks.Contain = false }), "no_contain_symlinks"),
+	}
+}
+
+func idmapOptions() []Option {
+	s := SecIDMap
+	return []Option{
+		enumOpt("idmap", "none", []string{"none", "user", "file"}, s,
+			"How uids and gids are translated: none leaves them as the server reports them; user swaps the remote user's ids (the owner of the remote home) with the local user's; file uses uidfile and gidfile.",
+			func(c *Config, v string) { c.IDMap.Mode = IDMapMode(v) }),
+		stringOpt("uidfile", "FILE", "", s, "With idmap=file: lines of name:remote_uid, name being a local user name.",
+			func(c *Config, v string) error { c.IDMap.UIDFile = v; return nil }),
+		stringOpt("gidfile", "FILE", "", s, "With idmap=file: lines of name:remote_gid, name being a local group name.",
+			func(c *Config, v string) error { c.IDMap.GIDFile = v; return nil }),
+		enumOpt("nomap", "error", []string{"ignore", "error"}, s,
+			"With idmap=file, remote ids missing from the files: ignore shows them unchanged; error shows them as the overflow id 65534 (nobody).",
+			func(c *Config, v string) { c.IDMap.NoMapOK = v == "ignore" }),
+	}
+}
+
+func withDefault(o Option, def string) Option { o.Default = def; return o }
+
+func withAliases(o Option, names ...string) Option { o.Aliases = names; return o }
+
+func (c *Cache) setAll(d time.Duration) {
+	c.AttrTimeout, c.EntryTimeout, c.NegativeTimeout, c.DirCacheTimeout = d, d, d, d
+}
+
+// workarounds are the names sshfs accepts in workaround=LIST.
+var workarounds = []string{"none", "all", "rename", "renamexdev", "truncate", "buflimit", "fstat", "createmode", "nodelaysrv"}
+
+func checkWorkarounds(list string) error {
+	for _, w := range strings.Split(list, ":") {
+		name := strings.TrimPrefix(w, "no")
+		ok := false
+		for _, known := range workarounds {
+			ok = ok || name == known || w == known
+		}
+		if !ok {
+			return fmt.Errorf("unknown workaround %q", w)
+		}
+	}
+	return nil
+}

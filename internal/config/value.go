@@ -1,0 +1,113 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func parseInt(v string, lo, hi int) (int, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not an integer")
+	}
+	if n < int64(lo) || n > int64(hi) {
+		return 0, fmt.Errorf("must be between %d and %d", lo, hi)
+	}
+	return int(n), nil
+}
+
+func parseOctal(v string) (uint32, error) {
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil {
+		return 0, fmt.Errorf("not an octal number")
+	}
+	if n > 0o7777 {
+		return 0, fmt.Errorf("must be at most 7777")
+	}
+	return uint32(n), nil
+}
+
+// parseSeconds reads a number of seconds such as 20, 0.5 or 1e-3.
+func parseSeconds(v string, positive bool) (time.Duration, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("not a number of seconds")
+	}
+	switch {
+	case f < 0:
+		return 0, fmt.Errorf("must not be negative")
+	case positive && f == 0:
+		return 0, fmt.Errorf("must be more than 0")
+	case f > 1e6:
+		return 0, fmt.Errorf("must be at most 1000000 seconds")
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// splitOptions splits the argument of -o at commas; a comma preceded by a
+// backslash belongs to the value, as with libfuse.
+func splitOptions(s string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+		case s[i] == ',':
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(s[i])
+		}
+	}
+	return append(out, cur.String())
+}
+
+// splitWords splits a command into words like a shell does: blanks separate
+// words, single and double quotes group, backslash escapes one character.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quote != 0 && ch == quote:
+			quote = 0
+		case quote == '\'':
+			cur.WriteByte(ch)
+		case ch == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case quote == 0 && (ch == '\'' || ch == '"'):
+			quote = ch
+			inWord = true
+		case quote == 0 && (ch == ' ' || ch == '\t' || ch == '\n'):
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, errors.New("unterminated quote")
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("needs a value")
+	}
+	return words, nil
+}
