@@ -1,0 +1,154 @@
+package testenv
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FSType is the filesystem type sshfsm mounts appear with in mountinfo.
+const FSType = "fuse.sshfsm"
+
+// Mount is one line of /proc/self/mountinfo.
+type Mount struct {
+	Point  string // mount point
+	FSType string // e.g. fuse.sshfsm
+	Source string // e.g. user@host:/dir
+}
+
+// Mounts lists the mounts this process sees.
+func Mounts() ([]Mount, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Mount
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		// id parent major:minor root point options [optional...] - fstype source superopts
+		f := strings.Fields(sc.Text())
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(f) < 5 || sep < 0 || sep+2 >= len(f) {
+			continue
+		}
+		out = append(out, Mount{Point: unescape(f[4]), FSType: f[sep+1], Source: unescape(f[sep+2])})
+	}
+	return out, sc.Err()
+}
+
+// unescape decodes the \ooo octal escapes of mountinfo fields.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// resolve makes mnt absolute and resolves symlinks in its parent, without
+// touching mnt itself (a dead FUSE mount fails every stat).
+func resolve(mnt string) string {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return filepath.Clean(mnt)
+	}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(parent, filepath.Base(abs))
+	}
+	return abs
+}
+
+// MountedAt reports whether something is mounted at mnt.
+func MountedAt(mnt string) bool {
+	mnt = resolve(mnt)
+	ms, _ := Mounts()
+	for _, m := range ms {
+		if m.Point == mnt {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitMounted polls until something is mounted at mnt or d has passed.
+func WaitMounted(mnt string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for !MountedAt(mnt) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testenv: nothing mounted at %s after %v", mnt, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// Unmount unmounts every mount stacked at mnt: first normally, then lazily
+// (fusermount3 -uz) when the normal unmount fails, e.g. on a busy or dead
+// mount. It is not an error when nothing is mounted there.
+func Unmount(mnt string) error {
+	mnt = resolve(mnt)
+	var errs []error
+	for range 8 {
+		if !MountedAt(mnt) {
+			return nil
+		}
+		err := unmountOnce(mnt, false)
+		if err != nil && MountedAt(mnt) {
+			errs = append(errs, err)
+			if err := unmountOnce(mnt, true); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if MountedAt(mnt) {
+		return fmt.Errorf("testenv: %s is still mounted: %w", mnt, errors.Join(errs...))
+	}
+	return nil
+}
+
+func unmountOnce(mnt string, lazy bool) error {
+	var cmd *exec.Cmd
+	if _, err := exec.LookPath("fusermount3"); err == nil {
+		flag := "-u"
+		if lazy {
+			flag = "-uz"
+		}
+		cmd = exec.Command("fusermount3", flag, mnt)
+	} else if os.Geteuid() == 0 {
+		flag := "--"
+		if lazy {
+			flag = "-l"
+		}
+		cmd = exec.Command("umount", flag, mnt)
+	} else {
+		return errors.New("testenv: fusermount3 not found: install fuse3")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
