@@ -1,0 +1,237 @@
+// Package e2e mounts the real sshfsm binary against throwaway OpenSSH
+// servers on loopback and checks POSIX behaviour, data integrity, reconnects,
+// timeouts and daemon death through the kernel's FUSE client.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/testenv"
+)
+
+// binEnv names a prebuilt mount binary to test instead of building
+// ./cmd/sshfsm (any sshfs-compatible command line works, e.g. sshfs).
+const binEnv = "SSHFSM_E2E_BIN"
+
+func TestMain(m *testing.M) {
+	if helperMain() {
+		return
+	}
+	testenv.Main(m)
+}
+
+var build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binary returns the mount binary, building ./cmd/sshfsm on first use into
+// the run's temporary directory.
+func binary(t testing.TB) string {
+	t.Helper()
+	build.once.Do(func() {
+		if p := os.Getenv(binEnv); p != "" {
+			build.path, build.err = exec.LookPath(p)
+			return
+		}
+		dir, err := os.MkdirTemp("", "sshfsm-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.path = filepath.Join(dir, "sshfsm")
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/sshfsm")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build ./cmd/sshfsm: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.path
+}
+
+// Mount is one running mount of the binary under test.
+type Mount struct {
+	Dir    string // the mountpoint
+	Remote string // the local path of the remote directory it shows
+	Host   *testenv.Host
+	args   []string
+}
+
+// mountSpec describes how to mount: SSH arguments, destination and -o
+// options; the zero value mounts h's directory with h's own config.
+type mountSpec struct {
+	sshArgs []string // default h.SSHArgs()
+	dest    string   // default h.Alias + ":" + h.Dir
+	opts    []string // -o options
+}
+
+// mount mounts h (as spec says) on a new directory and unmounts it when the
+// test ends, failing the test if the daemon then outlives the mount.
+func mount(t *testing.T, h *testenv.Host, spec mountSpec) *Mount {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	m := &Mount{Dir: filepath.Join(t.TempDir(), "mnt"), Remote: h.Dir, Host: h}
+	if err := os.Mkdir(m.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if spec.sshArgs == nil {
+		spec.sshArgs = h.SSHArgs()
+	}
+	if spec.dest == "" {
+		spec.dest = h.Alias + ":" + h.Dir
+	}
+	m.args = append([]string(nil), spec.sshArgs...)
+	if len(spec.opts) > 0 {
+		m.args = append(m.args, "-o", strings.Join(spec.opts, ","))
+	}
+	m.args = append(m.args, spec.dest)
+	t.Cleanup(func() { m.unmount(t) })
+	m.start(t)
+	return m
+}
+
+// start runs the binary, which daemonizes and returns once the mount works.
+func (m *Mount) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := append(append([]string(nil), m.args...), m.Dir)
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not return within 30s: %s", cmd, out)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	if !testenv.MountedAt(m.Dir) {
+		t.Fatalf("%s returned success but nothing is mounted at %s\n%s", cmd, m.Dir, out)
+	}
+	t.Logf("mounted: %s", strings.Join(args, " "))
+}
+
+// unmount unmounts and waits for the daemon to exit.
+func (m *Mount) unmount(t *testing.T) {
+	pid := m.daemonPID()
+	if err := testenv.Unmount(m.Dir); err != nil {
+		t.Error(err)
+	}
+	if pid == 0 {
+		return
+	}
+	if !waitExit(pid, 10*time.Second) {
+		t.Errorf("daemon %d still runs 10s after unmounting %s; killing it", pid, m.Dir)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		waitExit(pid, 5*time.Second)
+	}
+}
+
+// daemonPID finds the process of the binary under test serving m, 0 if none.
+func (m *Mount) daemonPID() int {
+	bin, err := filepath.EvalSymlinks(build.path)
+	if err != nil {
+		return 0
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || exe != bin {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		for _, a := range strings.Split(string(cmdline), "\x00") {
+			if a == m.Dir {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// waitExit polls until pid is gone (or a zombie), at most d.
+func waitExit(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Path joins names below the mountpoint.
+func (m *Mount) Path(names ...string) string {
+	return filepath.Join(append([]string{m.Dir}, names...)...)
+}
+
+// RemotePath joins names below the served directory, as sshd sees it.
+func (m *Mount) RemotePath(names ...string) string {
+	return filepath.Join(append([]string{m.Remote}, names...)...)
+}
+
+// within runs f in a goroutine and fails the test if it does not return
+// within d; a blocked file system call cannot be abandoned any other way.
+func within(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(d):
+		t.Fatalf("%s did not finish within %v", what, d)
+	}
+}
+
+// eventually retries f every 100ms until it succeeds or d passes; each
+// attempt itself must finish within d.
+func eventually(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var last error
+	for {
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case last = <-done:
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("%s: an attempt still blocks after %v (previous error: %v)", what, d, last)
+		}
+		if last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %v: %v", what, d, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
