@@ -1,0 +1,104 @@
+package fusefs
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/remote"
+)
+
+// fillAttr converts remote attributes into what the kernel is told,
+// applying uid=, gid=, idmap and umask.
+func (f *filesys) fillAttr(out *fuse.Attr, a remote.Attr) {
+	mode := a.Mode
+	if mode&syscall.S_IFMT == 0 {
+		mode |= syscall.S_IFREG
+	}
+	if f.opts.Umask != nil {
+		mode &^= *f.opts.Umask & 07777
+	}
+	out.Mode = mode
+	out.Size = a.Size
+	out.Blocks = (a.Size + 511) / 512
+	out.Blksize = blockSize
+	out.Nlink = 1
+	out.Uid, out.Gid = f.localIDs(a.UID, a.GID)
+	setTime(&out.Atime, &out.Atimensec, a.Atime)
+	setTime(&out.Mtime, &out.Mtimensec, a.Mtime)
+	// SFTP carries no change time; the modification time is the closest.
+	setTime(&out.Ctime, &out.Ctimensec, a.Mtime)
+}
+
+func setTime(sec *uint64, nsec *uint32, t time.Time) {
+	if t.IsZero() || t.Unix() < 0 {
+		*sec, *nsec = 0, 0
+		return
+	}
+	*sec = uint64(t.Unix())
+	*nsec = uint32(t.Nanosecond())
+}
+
+func (f *filesys) localIDs(uid, gid uint32) (uint32, uint32) {
+	if m := f.opts.IDMap; m != nil {
+		if v, ok := m.LocalUID(uid); ok {
+			uid = v
+		}
+		if v, ok := m.LocalGID(gid); ok {
+			gid = v
+		}
+	}
+	if f.opts.UID != nil {
+		uid = *f.opts.UID
+	}
+	if f.opts.GID != nil {
+		gid = *f.opts.GID
+	}
+	return uid, gid
+}
+
+// remoteSetAttr converts a kernel setattr request into the remote's terms.
+// It leaves Size alone: truncation is ordered with pending writes by the
+// caller.
+func (f *filesys) remoteSetAttr(in *fuse.SetAttrIn) remote.SetAttr {
+	var sa remote.SetAttr
+	if m, ok := in.GetMode(); ok {
+		perm := m & 07777
+		sa.Mode = &perm
+	}
+	if uid, ok := in.GetUID(); ok {
+		if m := f.opts.IDMap; m != nil {
+			if v, ok := m.RemoteUID(uid); ok {
+				uid = v
+			}
+		}
+		sa.UID = &uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		if m := f.opts.IDMap; m != nil {
+			if v, ok := m.RemoteGID(gid); ok {
+				gid = v
+			}
+		}
+		sa.GID = &gid
+	}
+	if t, ok := in.GetATime(); ok {
+		sa.Atime = &t
+	}
+	if t, ok := in.GetMTime(); ok {
+		sa.Mtime = &t
+	}
+	return sa
+}
+
+func isDir(a remote.Attr) bool  { return a.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+func isLink(a remote.Attr) bool { return a.Mode&syscall.S_IFMT == syscall.S_IFLNK }
+
+// fileType is the S_IFMT part of a remote mode, regular file if unset.
+func fileType(a remote.Attr) uint32 {
+	if t := a.Mode & syscall.S_IFMT; t != 0 {
+		return t
+	}
+	return syscall.S_IFREG
+}

@@ -1,0 +1,173 @@
+package fusefs
+
+import (
+	"context"
+	"os"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/remote"
+)
+
+var (
+	_ = (fs.NodeCreater)((*node)(nil))
+	_ = (fs.NodeMkdirer)((*node)(nil))
+	_ = (fs.NodeMknoder)((*node)(nil))
+	_ = (fs.NodeUnlinker)((*node)(nil))
+	_ = (fs.NodeRmdirer)((*node)(nil))
+	_ = (fs.NodeRenamer)((*node)(nil))
+	_ = (fs.NodeSymlinker)((*node)(nil))
+	_ = (fs.NodeLinker)((*node)(nil))
+)
+
+// prepare checks a name for a new entry in a writable mount.
+func (n *node) prepare(name string) (dir, p string, errno syscall.Errno) {
+	if errno := n.fsys.readOnly(); errno != 0 {
+		return "", "", errno
+	}
+	return n.childPath(name)
+}
+
+// added registers a new entry: the listing cache learns it and a fresh
+// Inode is returned.
+func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
+	n.fsys.dirs.Set(dir, name, a)
+	child := &node{fsys: n.fsys}
+	child.report(a, &out.Attr)
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(a), Ino: n.fsys.inos.get(p)})
+}
+
+func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	dir, p, errno := n.prepare(name)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags)|os.O_CREATE, mode&07777)
+	if err != nil {
+		return nil, nil, 0, n.fsys.toErrno(err)
+	}
+	a, err := f.Stat(ctx)
+	if err != nil {
+		f.Close(context.Background())
+		return nil, nil, 0, n.fsys.toErrno(err)
+	}
+	ino := n.added(ctx, dir, name, p, a, out)
+	child := ino.Operations().(*node)
+	h := child.newHandle(f, flags)
+	return ino, h, child.openFlags(flags), 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	dir, p, errno := n.prepare(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := n.fsys.ns.Mkdir(ctx, p, mode&07777); err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	a, err := n.fsys.ns.Lstat(ctx, p)
+	if err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	// A new directory is empty: lookups in it need no listing.
+	n.fsys.dirs.Put(p, nil)
+	return n.added(ctx, dir, name, p, a, out), 0
+}
+
+// Mknod creates regular files only; SFTP has no other node types.
+func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	dir, p, errno := n.prepare(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	if t := mode & syscall.S_IFMT; t != 0 && t != syscall.S_IFREG {
+		return nil, syscall.EPERM
+	}
+	f, err := n.fsys.ns.Open(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode&07777)
+	if err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	a, err := f.Stat(ctx)
+	cerr := f.Close(ctx)
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	return n.added(ctx, dir, name, p, a, out), 0
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	dir, p, errno := n.prepare(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := n.fsys.ns.Symlink(ctx, target, p); err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	a, err := n.fsys.ns.Lstat(ctx, p)
+	if err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	return n.added(ctx, dir, name, p, a, out), 0
+}
+
+// Link makes a hard link; the new name reports the target's inode.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	dir, p, errno := n.prepare(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	tn := target.(*node)
+	oldp, ok := tn.path()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	if err := n.fsys.ns.Link(ctx, oldp, p); err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	a, err := n.fsys.ns.Lstat(ctx, p)
+	if err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	n.fsys.dirs.Set(dir, name, a)
+	n.fsys.inos.set(p, tn.StableAttr().Ino)
+	tn.report(a, &out.Attr)
+	return tn.EmbeddedInode(), 0
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	dir, p, errno := n.prepare(name)
+	if errno != 0 {
+		return errno
+	}
+	if err := n.fsys.ns.Remove(ctx, p); err != nil {
+		return n.fsys.toErrno(err)
+	}
+	n.removed(dir, name, p)
+	return 0
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	dir, p, errno := n.prepare(name)
+	if errno != 0 {
+		return errno
+	}
+	if err := n.fsys.ns.Rmdir(ctx, p); err != nil {
+		return n.fsys.toErrno(err)
+	}
+	n.removed(dir, name, p)
+	n.fsys.dirs.DropTree(p)
+	return 0
+}
+
+// removed updates caches and inode numbers after name left the directory.
+func (n *node) removed(dir, name, p string) {
+	n.fsys.dirs.Remove(dir, name)
+	if ch := n.GetChild(name); ch != nil {
+		ch.Operations().(*node).detach(p)
+	}
+}

@@ -1,0 +1,226 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/remote"
+)
+
+// handle is one open regular file.
+type handle struct {
+	n *node
+	f remote.File
+	w *writer // nil for read-only handles
+}
+
+var (
+	_ = (fs.NodeOpener)((*node)(nil))
+	_ = (fs.FileReader)((*handle)(nil))
+	_ = (fs.FileWriter)((*handle)(nil))
+	_ = (fs.FileFlusher)((*handle)(nil))
+	_ = (fs.FileFsyncer)((*handle)(nil))
+	_ = (fs.FileReleaser)((*handle)(nil))
+	_ = (fs.FileAllocater)((*handle)(nil))
+)
+
+// remoteFlags converts open(2) flags for the remote. O_APPEND is left to
+// the kernel, which sends every append at the current end of file: writes
+// travel in parallel and only explicit offsets keep them in order.
+func remoteFlags(flags uint32) int {
+	fl := int(flags) & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_EXCL | os.O_TRUNC)
+	return fl
+}
+
+func writable(flags uint32) bool {
+	return flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
+}
+
+// Open opens the remote file; the data the kernel cached from a previous
+// open is kept when size and mtime have not changed since.
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if writable(flags) {
+		if errno := n.fsys.readOnly(); errno != 0 {
+			return nil, 0, errno
+		}
+	}
+	p, ok := n.path()
+	if !ok {
+		return nil, 0, syscall.ENOENT
+	}
+	if flags&syscall.O_TRUNC != 0 {
+		if err := n.pending.wait(ctx); err != nil {
+			return nil, 0, n.fsys.toErrno(err)
+		}
+	}
+	f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
+	if err != nil {
+		return nil, 0, n.fsys.toErrno(err)
+	}
+	h := n.newHandle(f, flags)
+	if writable(flags) {
+		n.fsys.dirs.Forget(split(p))
+	}
+	return h, n.openFlags(flags), 0
+}
+
+func (n *node) newHandle(f remote.File, flags uint32) *handle {
+	h := &handle{n: n, f: f}
+	if writable(flags) {
+		h.w = newWriter(f, n, writeWindow)
+		n.addWriter(1)
+	}
+	return h
+}
+
+// openFlags chooses the caching mode of a new handle.
+func (n *node) openFlags(flags uint32) uint32 {
+	o := n.fsys.opts
+	if o.DirectIO {
+		return fuse.FOPEN_DIRECT_IO | fuse.FOPEN_PARALLEL_DIRECT_WRITES
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	keep := o.KernelCache || (n.opened && n.openSize == n.lastSize && n.openTime.Equal(n.lastTime))
+	n.opened, n.openSize, n.openTime = true, n.lastSize, n.lastTime
+	if keep && flags&syscall.O_TRUNC == 0 {
+		return fuse.FOPEN_KEEP_CACHE
+	}
+	return 0
+}
+
+// Read waits for the node's writes in flight, so a reader sees them.
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if err := h.n.pending.wait(ctx); err != nil {
+		return nil, h.n.fsys.toErrno(err)
+	}
+	got := 0
+	for got < len(dest) {
+		k, err := h.f.ReadAt(ctx, dest[got:], off+int64(got))
+		got += k
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, h.n.fsys.toErrno(err)
+		}
+		if k == 0 {
+			break
+		}
+	}
+	return fuse.ReadResultData(dest[:got]), 0
+}
+
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.w == nil {
+		return 0, syscall.EBADF
+	}
+	if err := h.w.write(ctx, data, off); err != nil {
+		return 0, h.n.fsys.toErrno(err)
+	}
+	return uint32(len(data)), 0
+}
+
+// Flush runs at every close(2) of a descriptor: it reports the first
+// write error.
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	if h.w == nil {
+		return 0
+	}
+	_, err := h.w.wait(ctx)
+	h.forgetListing()
+	return h.n.fsys.toErrno(err)
+}
+
+// forgetListing marks the file's entry in its parent's cached listing as
+// stale after its size or times changed.
+func (h *handle) forgetListing() {
+	if p, ok := h.n.path(); ok {
+		h.n.fsys.dirs.Forget(split(p))
+	}
+}
+
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if h.w != nil {
+		if _, err := h.w.wait(ctx); err != nil {
+			return h.n.fsys.toErrno(err)
+		}
+	}
+	return h.n.fsys.toErrno(h.f.Sync(ctx))
+}
+
+// Release closes the remote handle. When no write happened since the
+// last flush, which reported every error, the close runs in the
+// background.
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if h.w == nil {
+		go h.closeRemote()
+		return 0
+	}
+	clean, err := h.w.wait(context.Background())
+	h.n.addWriter(-1)
+	h.forgetListing()
+	if clean && err == nil {
+		go h.closeRemote()
+		return 0
+	}
+	cerr := h.f.Close(context.Background())
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// The kernel does not pass release errors on; flush and fsync
+		// reported the queued ones.
+		h.n.fsys.log.Warn("write error at release", "err", err)
+	}
+	return 0
+}
+
+func (h *handle) closeRemote() {
+	if err := h.f.Close(context.Background()); err != nil {
+		h.n.fsys.log.Warn("close", "err", err)
+	}
+}
+
+// truncate changes the size through the handle after its queued writes.
+func (h *handle) truncate(ctx context.Context, size uint64) error {
+	if err := h.n.pending.wait(ctx); err != nil {
+		return err
+	}
+	if h.w != nil {
+		if _, err := h.w.wait(ctx); err != nil {
+			return err
+		}
+	}
+	return h.f.Truncate(ctx, int64(size))
+}
+
+// Allocate supports growing a file (mode 0) and FALLOC_FL_KEEP_SIZE. SFTP
+// cannot reserve space: the file grows sparse.
+func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	const keepSize = 1
+	switch {
+	case h.w == nil:
+		return syscall.EBADF
+	case mode == keepSize:
+		return 0
+	case mode != 0:
+		return syscall.EOPNOTSUPP
+	}
+	a, err := h.f.Stat(ctx)
+	if err != nil {
+		return h.n.fsys.toErrno(err)
+	}
+	if end := off + size; end > a.Size && end > h.n.pending.end() {
+		if err := h.truncate(ctx, end); err != nil {
+			return h.n.fsys.toErrno(err)
+		}
+	}
+	return 0
+}

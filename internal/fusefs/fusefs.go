@@ -1,0 +1,137 @@
+// Package fusefs serves a namespace to the kernel through go-fuse: nodes,
+// file handles, attribute reporting and the one errno translator.
+package fusefs
+
+import (
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/cache"
+	"sshfsm/internal/namespace"
+)
+
+// IDMapper translates user and group ids between the local machine and
+// the remote. ok=false leaves the id unchanged.
+type IDMapper interface {
+	LocalUID(remote uint32) (uint32, bool)
+	LocalGID(remote uint32) (uint32, bool)
+	RemoteUID(local uint32) (uint32, bool)
+	RemoteGID(local uint32) (uint32, bool)
+}
+
+// Options shape what the filesystem reports and how much it caches.
+type Options struct {
+	AttrTimeout, EntryTimeout, NegativeTimeout, DirCacheTimeout time.Duration
+	KernelCache, DirectIO, ReadOnly                             bool
+	UID, GID                                                    *uint32 // report every file as owned by these
+	Umask                                                       *uint32 // cleared from every reported mode
+	IDMap                                                       IDMapper
+	FollowSymlinks, TransformSymlinks, ContainSymlinks          bool
+	MountPrefix                                                 string // absolute remote root, for TransformSymlinks
+	Logger                                                      *slog.Logger
+}
+
+// MountOptions are passed to the kernel at mount time.
+type MountOptions struct {
+	FsName, Subtype                                  string
+	AllowOther, AllowRoot, DefaultPermissions, Debug bool
+	MaxWrite                                         int
+}
+
+const (
+	defaultMaxWrite = 1 << 20
+	// blockSize is reported as st_blksize: tools size their buffers by it,
+	// and larger buffers mean fewer, larger FUSE requests.
+	blockSize = 1 << 20
+	// writeWindow bounds the bytes of one handle's writes in flight.
+	writeWindow = 8 << 20
+)
+
+// filesys is the state shared by every node of one mount.
+type filesys struct {
+	ns   namespace.Namespace
+	opts Options
+	log  *slog.Logger
+	root *node
+	dirs *cache.Dirs
+	inos *inoTable
+	errs errLog
+	syms symLog
+}
+
+// Mount mounts ns at mountpoint and serves it until the returned server is
+// unmounted.
+func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions) (*fuse.Server, error) {
+	fsys := newFilesys(ns, o)
+	server, err := fs.Mount(mountpoint, fsys.root, fsys.fsOptions(mo))
+	if err != nil {
+		return nil, err
+	}
+	return server, nil
+}
+
+func newFilesys(ns namespace.Namespace, o Options) *filesys {
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	fsys := &filesys{
+		ns:   ns,
+		opts: o,
+		log:  lg,
+		dirs: cache.New(o.DirCacheTimeout, nil),
+		inos: newInoTable(),
+	}
+	fsys.root = &node{fsys: fsys}
+	return fsys
+}
+
+func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
+	maxWrite := mo.MaxWrite
+	if maxWrite <= 0 {
+		maxWrite = defaultMaxWrite
+	}
+	var opts []string
+	if mo.AllowRoot {
+		opts = append(opts, "allow_root")
+	}
+	if mo.DefaultPermissions {
+		opts = append(opts, "default_permissions")
+	}
+	if f.opts.ReadOnly {
+		opts = append(opts, "ro")
+	}
+	entry, attr, neg := f.opts.EntryTimeout, f.opts.AttrTimeout, f.opts.NegativeTimeout
+	return &fs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther:   mo.AllowOther,
+			Options:      opts,
+			FsName:       mo.FsName,
+			Name:         mo.Subtype,
+			Debug:        mo.Debug,
+			MaxWrite:     maxWrite,
+			MaxReadAhead: maxWrite,
+			DirectMount:  true,
+			// Extended attributes do not exist over SFTP; the kernel
+			// still asks for security labels on every write unless told.
+			IgnoreSecurityLabels: true,
+		},
+		EntryTimeout:    &entry,
+		AttrTimeout:     &attr,
+		NegativeTimeout: &neg,
+		NullPermissions: true,
+		RootStableAttr:  &fs.StableAttr{Ino: rootIno},
+	}
+}
+
+// readOnly answers EROFS for modifications of a read-only mount.
+func (f *filesys) readOnly() syscall.Errno {
+	if f.opts.ReadOnly {
+		return syscall.EROFS
+	}
+	return 0
+}

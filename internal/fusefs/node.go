@@ -1,0 +1,247 @@
+package fusefs
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/cache"
+	"sshfsm/internal/namespace"
+	"sshfsm/internal/remote"
+)
+
+// node is one file, directory or symlink of the mount. Its path is not
+// stored: it is the position of its Inode in go-fuse's tree, which go-fuse
+// updates on rename and unlink.
+type node struct {
+	fs.Inode
+	fsys *filesys
+
+	// mu guards the fields below. Lock order: node.mu before
+	// pending.mu; no other lock is taken while holding it.
+	mu sync.Mutex
+	// opened and openAttr record size and mtime when the page cache was
+	// last filled through an open, for FOPEN_KEEP_CACHE.
+	opened   bool
+	openSize uint64
+	openTime time.Time
+	// lastSize and lastTime are the newest size and mtime fetched.
+	lastSize uint64
+	lastTime time.Time
+	detached uint64 // inode number reserved by inoTable.detach, 0 if none
+	writers  int    // open writable handles; while > 0 cached listings are bypassed
+
+	pending pending // writes of all handles of this node in flight
+}
+
+var (
+	_ = (fs.NodeLookuper)((*node)(nil))
+	_ = (fs.NodeGetattrer)((*node)(nil))
+	_ = (fs.NodeSetattrer)((*node)(nil))
+	_ = (fs.NodeOnForgetter)((*node)(nil))
+	_ = (fs.NodeAccesser)((*node)(nil))
+	_ = (fs.NodeStatfser)((*node)(nil))
+)
+
+// path returns the node's path relative to the mount root; ok is false
+// once the node is unlinked.
+func (n *node) path() (p string, ok bool) {
+	root := &n.fsys.root.Inode
+	var segs []string
+	for i := &n.Inode; i != root; {
+		name, parent := i.Parent()
+		if parent == nil {
+			return "", false
+		}
+		segs = append(segs, name)
+		i = parent
+	}
+	slices.Reverse(segs)
+	return strings.Join(segs, "/"), true
+}
+
+// childPath validates name and returns the directory's path and the
+// child's path.
+func (n *node) childPath(name string) (dir, p string, errno syscall.Errno) {
+	if err := namespace.ValidName(name); err != nil {
+		return "", "", n.fsys.toErrno(err)
+	}
+	dir, ok := n.path()
+	if !ok {
+		return "", "", syscall.ENOENT
+	}
+	return dir, join(dir, name), 0
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func split(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p
+	}
+	return p[:i], p[i+1:]
+}
+
+// Lookup answers from the parent's cached listing when it can.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	dir, p, errno := n.childPath(name)
+	if errno != 0 {
+		return nil, errno
+	}
+	var a remote.Attr
+	var err error
+	if ch := n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
+		a, err = n.fsys.ns.Lstat(ctx, p)
+	} else {
+		a, err = n.fsys.lookupAttr(ctx, dir, name, p)
+	}
+	if err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
+	return n.newChild(ctx, name, p, a, out), 0
+}
+
+// lookupAttr returns the attributes of p = dir/name.
+func (f *filesys) lookupAttr(ctx context.Context, dir, name, p string) (remote.Attr, error) {
+	a, st := f.dirs.Lookup(ctx, dir, name, f.ns.ReadDir)
+	switch st {
+	case cache.Absent:
+		return a, syscall.ENOENT
+	case cache.Hit:
+		if f.opts.FollowSymlinks && isLink(a) {
+			return f.ns.Stat(ctx, p)
+		}
+		return a, nil
+	}
+	if f.opts.FollowSymlinks {
+		return f.ns.Stat(ctx, p)
+	}
+	a, err := f.ns.Lstat(ctx, p)
+	if err == nil {
+		f.dirs.Set(dir, name, a)
+	}
+	return a, err
+}
+
+// newChild returns the Inode for name with attributes a, reusing the one
+// the tree already holds when its file type still matches.
+func (n *node) newChild(ctx context.Context, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
+	typ := fileType(a)
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Mode == typ {
+		ch.Operations().(*node).report(a, &out.Attr)
+		return ch
+	}
+	child := &node{fsys: n.fsys}
+	child.report(a, &out.Attr)
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: typ, Ino: n.fsys.inos.get(p)})
+}
+
+// report fills out from a, accounting for writes still in flight, and
+// remembers size and mtime.
+func (n *node) report(a remote.Attr, out *fuse.Attr) {
+	if end := n.pending.end(); end > a.Size {
+		a.Size = end
+	}
+	n.fsys.fillAttr(out, a)
+	n.mu.Lock()
+	n.lastSize, n.lastTime = a.Size, a.Mtime
+	n.mu.Unlock()
+}
+
+// Getattr prefers the open handle (it works after unlink), then the
+// parent's cached listing, then asks the remote.
+func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	a, errno := n.getattr(ctx, fh)
+	if errno != 0 {
+		return errno
+	}
+	n.report(a, &out.Attr)
+	if _, ok := n.path(); !ok {
+		out.Nlink = 0
+	}
+	return 0
+}
+
+func (n *node) getattr(ctx context.Context, fh fs.FileHandle) (remote.Attr, syscall.Errno) {
+	p, linked := n.path()
+	h, _ := fh.(*handle)
+	var a remote.Attr
+	var err error
+	switch {
+	case linked && !n.writing():
+		a, err = n.fsys.statPath(ctx, p)
+	case h != nil:
+		a, err = h.f.Stat(ctx)
+	case linked:
+		a, err = n.fsys.ns.Lstat(ctx, p)
+	default:
+		return a, syscall.ENOENT
+	}
+	return a, n.fsys.toErrno(err)
+}
+
+// writing reports whether a writable handle is open on the node.
+func (n *node) writing() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.writers > 0
+}
+
+func (n *node) addWriter(d int) {
+	n.mu.Lock()
+	n.writers += d
+	n.mu.Unlock()
+}
+
+// statPath returns the attributes of p, from a fresh listing if one has
+// them.
+func (f *filesys) statPath(ctx context.Context, p string) (remote.Attr, error) {
+	if p == "" {
+		return f.ns.Stat(ctx, p)
+	}
+	dir, name := split(p)
+	a, st := f.dirs.Peek(dir, name)
+	switch {
+	case st == cache.Hit && !(f.opts.FollowSymlinks && isLink(a)):
+		return a, nil
+	case f.opts.FollowSymlinks:
+		return f.ns.Stat(ctx, p)
+	}
+	a, err := f.ns.Lstat(ctx, p)
+	if err == nil {
+		f.dirs.Set(dir, name, a)
+	}
+	return a, err
+}
+
+// OnForget frees the inode number of an unlinked file once the kernel
+// forgets it.
+func (n *node) OnForget() {
+	n.mu.Lock()
+	v := n.detached
+	n.mu.Unlock()
+	if v != 0 {
+		n.fsys.inos.release(v)
+	}
+}
+
+// detach reserves the node's number after its last path went away.
+func (n *node) detach(p string) {
+	v := n.StableAttr().Ino
+	n.fsys.inos.detach(p, v)
+	n.mu.Lock()
+	n.detached = v
+	n.mu.Unlock()
+}

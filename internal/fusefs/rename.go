@@ -1,0 +1,85 @@
+package fusefs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+
+	"sshfsm/internal/cache"
+)
+
+var _ = (fs.NodeRenamer)((*node)(nil))
+
+const (
+	renameNoReplace = 1 << 0
+	renameExchange  = 1 << 1
+)
+
+// Rename moves name to newName in newParent. RENAME_NOREPLACE is honoured
+// by the remote; RENAME_EXCHANGE and RENAME_WHITEOUT cannot be expressed
+// over SFTP and fail with EINVAL. The file keeps its inode number.
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if errno := n.fsys.readOnly(); errno != 0 {
+		return errno
+	}
+	if flags&^renameNoReplace != 0 {
+		return syscall.EINVAL
+	}
+	np := newParent.(*node)
+	oldDir, oldp, errno := n.childPath(name)
+	if errno != 0 {
+		return errno
+	}
+	newDir, newp, errno := np.childPath(newName)
+	if errno != 0 {
+		return errno
+	}
+	if err := n.fsys.ns.Rename(ctx, oldp, newp, flags&renameNoReplace != 0); err != nil {
+		return n.fsys.toErrno(err)
+	}
+	n.renamed(np, name, newName, oldDir, oldp, newDir, newp)
+	return 0
+}
+
+// renamed brings caches and inode numbers in line with a done rename.
+func (n *node) renamed(np *node, name, newName, oldDir, oldp, newDir, newp string) {
+	d := n.fsys.dirs
+	a, st := d.Peek(oldDir, name)
+	d.Remove(oldDir, name)
+	if st == cache.Hit {
+		d.Set(newDir, newName, a)
+	} else {
+		d.Forget(newDir, newName)
+	}
+	if over := np.GetChild(newName); over != nil {
+		if ch := n.GetChild(name); ch != over {
+			over.Operations().(*node).detach(newp)
+		}
+	}
+	ch := n.GetChild(name)
+	if ch == nil {
+		n.fsys.inos.move(oldp, newp, n.fsys.inos.get(oldp))
+		d.DropTree(oldp)
+		d.DropTree(newp)
+		return
+	}
+	n.fsys.inos.move(oldp, newp, ch.StableAttr().Ino)
+	if ch.IsDir() {
+		d.DropTree(oldp)
+		d.DropTree(newp)
+		n.fsys.pinSubtree(ch, newp)
+	}
+}
+
+// pinSubtree records the numbers of the known nodes below a renamed
+// directory under their new paths.
+func (f *filesys) pinSubtree(dir *fs.Inode, p string) {
+	for name, ch := range dir.Children() {
+		cp := join(p, name)
+		f.inos.set(cp, ch.StableAttr().Ino)
+		if ch.IsDir() {
+			f.pinSubtree(ch, cp)
+		}
+	}
+}

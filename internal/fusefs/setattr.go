@@ -1,0 +1,104 @@
+package fusefs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/remote"
+)
+
+// Setattr changes mode, owner, size and times. Truncation goes through
+// the open handle when the kernel names one, after that handle's queued
+// writes. SFTP sets owner and group together, and both times together:
+// a missing half is filled in from the current attributes.
+//
+// Symlinks: SFTP's setstat follows them, so changing a link's own
+// attributes would change its target's; it fails with EOPNOTSUPP.
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if errno := n.fsys.readOnly(); errno != 0 {
+		return errno
+	}
+	if n.StableAttr().Mode == syscall.S_IFLNK {
+		return syscall.EOPNOTSUPP
+	}
+	h, _ := fh.(*handle)
+	p, linked := n.path()
+	if h == nil && !linked {
+		return syscall.ENOENT
+	}
+	if size, ok := in.GetSize(); ok {
+		if errno := n.truncate(ctx, h, p, size); errno != 0 {
+			return errno
+		}
+	}
+	sa := n.fsys.remoteSetAttr(in)
+	if sa.Mode != nil || sa.UID != nil || sa.GID != nil || sa.Atime != nil || sa.Mtime != nil {
+		if !linked {
+			return syscall.EOPNOTSUPP
+		}
+		if errno := n.setRemote(ctx, h, p, sa); errno != 0 {
+			return errno
+		}
+	}
+	if linked {
+		n.fsys.dirs.Forget(split(p))
+	}
+	return n.Getattr(ctx, fh, out)
+}
+
+func (n *node) truncate(ctx context.Context, h *handle, p string, size uint64) syscall.Errno {
+	if n.StableAttr().Mode == syscall.S_IFDIR {
+		return syscall.EISDIR
+	}
+	if h != nil {
+		return n.fsys.toErrno(h.truncate(ctx, size))
+	}
+	if err := n.pending.wait(ctx); err != nil {
+		return n.fsys.toErrno(err)
+	}
+	return n.fsys.toErrno(n.fsys.ns.SetAttr(ctx, p, remote.SetAttr{Size: &size}))
+}
+
+// setRemote completes half-given owner or time pairs and applies sa.
+func (n *node) setRemote(ctx context.Context, h *handle, p string, sa remote.SetAttr) syscall.Errno {
+	halfIDs := (sa.UID == nil) != (sa.GID == nil)
+	halfTimes := (sa.Atime == nil) != (sa.Mtime == nil)
+	if halfIDs || halfTimes {
+		var cur remote.Attr
+		var err error
+		if h != nil {
+			cur, err = h.f.Stat(ctx)
+		} else {
+			cur, err = n.fsys.ns.Lstat(ctx, p)
+		}
+		if err != nil {
+			return n.fsys.toErrno(err)
+		}
+		fillHalves(&sa, cur)
+	}
+	if sa.Mtime != nil {
+		// Queued writes would move mtime past the value being set.
+		if err := n.pending.wait(ctx); err != nil {
+			return n.fsys.toErrno(err)
+		}
+	}
+	return n.fsys.toErrno(n.fsys.ns.SetAttr(ctx, p, sa))
+}
+
+func fillHalves(sa *remote.SetAttr, cur remote.Attr) {
+	if sa.UID == nil && sa.GID != nil {
+		sa.UID = &cur.UID
+	}
+	if sa.GID == nil && sa.UID != nil {
+		sa.GID = &cur.GID
+	}
+	if sa.Atime == nil && sa.Mtime != nil {
+		sa.Atime = &cur.Atime
+	}
+	if sa.Mtime == nil && sa.Atime != nil {
+		sa.Mtime = &cur.Mtime
+	}
+}
