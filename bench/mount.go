@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"sshfsm/internal/testenv"
+)
+
+// tool is one way of reaching the served directory: a FUSE mount made by
+// some command, or the local directory itself as a reference.
+type tool struct {
+	key   string // short name used in flags, JSON and file names
+	name  string // display name
+	local bool   // the served directory itself, no mount
+	argv  func(cfg, alias, dir, mnt string) []string
+}
+
+const (
+	sshfsDefault = "sshfs-default"
+	sshfsTuned   = "sshfs-tuned"
+	sshfsmKey    = "sshfsm"
+	localKey     = "local"
+)
+
+func allTools(sshfsmBin string) []*tool {
+	return []*tool{
+		{key: sshfsDefault, name: "sshfs default", argv: func(cfg, alias, dir, mnt string) []string {
+			return []string{"sshfs", "-F", cfg, alias + ":" + dir, mnt}
+		}},
+		{key: sshfsTuned, name: "sshfs tuned", argv: func(cfg, alias, dir, mnt string) []string {
+			return []string{"sshfs", "-F", cfg,
+				"-o", "max_conns=4,kernel_cache,Ciphers=aes128-gcm@openssh.com,Compression=no",
+				alias + ":" + dir, mnt}
+		}},
+		{key: sshfsmKey, name: "sshfsm", argv: func(cfg, alias, dir, mnt string) []string {
+			return []string{sshfsmBin, "-F", cfg, alias + ":" + dir, mnt}
+		}},
+		{key: localKey, name: "local disk", local: true},
+	}
+}
+
+// mount is one live FUSE mount made by the benchmark.
+type mount struct {
+	tool *tool
+	path string // where workloads run
+	pid  int    // the filesystem daemon, 0 when unknown or local
+}
+
+// live holds every mount not yet unmounted, so that a failure or a signal
+// still unmounts them.
+var live = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// doMount mounts dir of alias with t at mnt and returns once it serves.
+func doMount(ctx context.Context, t *tool, cfg, alias, dir, mnt string) (*mount, error) {
+	if t.local {
+		return &mount{tool: t, path: dir}, nil
+	}
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return nil, err
+	}
+	live.Lock()
+	live.m[mnt] = true
+	live.Unlock()
+	argv := t.argv(cfg, alias, dir, mnt)
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		unmount(&mount{tool: t, path: mnt})
+		return nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+	}
+	if err := testenv.WaitMounted(mnt, 10*time.Second); err != nil {
+		unmount(&mount{tool: t, path: mnt})
+		return nil, err
+	}
+	return &mount{tool: t, path: mnt, pid: daemonPID(mnt)}, nil
+}
+
+// unmount unmounts m and waits for its daemon to exit.
+func unmount(m *mount) error {
+	if m == nil || m.tool.local {
+		return nil
+	}
+	err := testenv.Unmount(m.path)
+	if m.pid > 0 {
+		deadline := time.Now().Add(10 * time.Second)
+		for processAlive(m.pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if processAlive(m.pid) {
+			_ = syscall.Kill(m.pid, syscall.SIGKILL)
+		}
+	}
+	if err == nil {
+		live.Lock()
+		delete(live.m, m.path)
+		live.Unlock()
+	}
+	return err
+}
+
+// unmountAll unmounts every mount still registered.
+func unmountAll() {
+	live.Lock()
+	var pts []string
+	for p := range live.m {
+		pts = append(pts, p)
+	}
+	live.Unlock()
+	for _, p := range pts {
+		if err := testenv.Unmount(p); err != nil {
+			logf("unmount %s: %v", p, err)
+			continue
+		}
+		live.Lock()
+		delete(live.m, p)
+		live.Unlock()
+	}
+}
+
+// daemonPID finds the process serving mnt: the one whose command line names
+// the mount point and that is not ssh.
+func daemonPID(mnt string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) == 0 || filepath.Base(args[0]) == "ssh" {
+			continue
+		}
+		for _, a := range args[1:] {
+			if a == mnt {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie has exited; only its parent has not reaped it yet.
+	if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) {
+		return b[i+2] != 'Z'
+	}
+	return true
+}
+
+// rssKiB returns VmRSS and VmHWM of pid in KiB.
+func rssKiB(pid int) (rss, hwm int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			hwm = v
+		}
+	}
+	if rss == 0 {
+		return 0, 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	}
+	return rss, hwm, nil
+}
+
+// dropCaches drops the page, dentry and inode caches when running as root
+// and reports whether it did.
+func dropCaches() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	syscall.Sync()
+	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200) == nil
+}
