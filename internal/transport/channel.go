@@ -1,0 +1,264 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/sftp"
+)
+
+// maxPacketLimits is the read/write size OpenSSH's sftp-server accepts when
+// it advertises limits@openssh.com: SFTP_MAX_MSG_LENGTH (256 KiB) minus
+// 1024, the clamp it applies to READ lengths (and its max-write-length).
+const maxPacketLimits = 256*1024 - 1024
+
+// defaultMaxPacket is the payload size every SFTP server must accept.
+const defaultMaxPacket = 32 * 1024
+
+// channel is one SFTP session (one ssh process or one Dialer stream).
+type channel struct {
+	slot        int
+	client      *sftp.Client
+	maxPacket   int
+	proc        *sshProc      // nil with a Dialer
+	stream      io.Closer     // the Dialer's ends; nil with ssh
+	dead        chan struct{} // closed once the session has ended
+	gone        atomic.Bool   // set as soon as the channel is known to be unusable
+	killOnce    sync.Once
+	stats       *slotStats
+	outstanding atomic.Int32
+}
+
+// slotStats are the counters of one channel slot; they survive reconnects.
+type slotStats struct {
+	up          atomic.Bool
+	outstanding atomic.Int32
+	bytesRead   atomic.Uint64
+	bytesWrite  atomic.Uint64
+	errors      atomic.Uint64
+	reconnects  atomic.Uint64
+	lastRTT     atomic.Int64
+}
+
+// kill ends the channel: every request blocked on it fails promptly.
+func (c *channel) kill(reason error) {
+	c.gone.Store(true)
+	c.killOnce.Do(func() {
+		if c.proc != nil {
+			c.proc.kill()
+		}
+		if c.stream != nil {
+			c.stream.Close()
+		}
+	})
+}
+
+func (c *channel) isDead() bool { return c.gone.Load() }
+
+func (c *channel) ext(name string) bool {
+	_, ok := c.client.HasExtension(name)
+	return ok
+}
+
+// begin and end bracket one request for load balancing and stats.
+func (c *channel) begin() {
+	c.outstanding.Add(1)
+	c.stats.outstanding.Add(1)
+}
+
+func (c *channel) end(start time.Time, err error) {
+	c.outstanding.Add(-1)
+	c.stats.outstanding.Add(-1)
+	c.stats.lastRTT.Store(int64(time.Since(start)))
+	if err != nil && !isAnswer(err) {
+		c.stats.errors.Add(1)
+	}
+}
+
+// pairCloser closes both ends of a Dialer stream.
+type pairCloser struct {
+	r io.ReadCloser
+	w io.WriteCloser
+}
+
+func (p pairCloser) Close() error {
+	err := p.w.Close()
+	if err2 := p.r.Close(); err == nil {
+		err = err2
+	}
+	return err
+}
+
+// openChannel starts one SFTP session for slot. interactive lets ssh prompt
+// on the terminal; every other session runs with BatchMode.
+func (h *Host) openChannel(ctx context.Context, slot int, interactive bool) (*channel, error) {
+	c := &channel{slot: slot, dead: make(chan struct{}), stats: h.slots[slot]}
+	var r io.ReadCloser
+	var w io.WriteCloser
+	if h.o.Dialer != nil {
+		var err error
+		if r, w, err = h.o.Dialer(ctx); err != nil {
+			return nil, &DialError{Kind: ErrUnreachable, Host: h.o.Host, Detail: err.Error()}
+		}
+		c.stream = pairCloser{r, w}
+	} else {
+		p, err := startSSH(sshArgv(&h.o, h.extra, !interactive), interactive, h.stderrSink(interactive))
+		if err != nil {
+			return nil, &DialError{Kind: ErrSSH, Host: h.o.Host, Detail: err.Error()}
+		}
+		c.proc, r, w = p, p.stdout, p.stdin
+	}
+	if err := h.handshake(ctx, c, r, w, interactive); err != nil {
+		return nil, err
+	}
+	if interactive && c.proc != nil {
+		c.proc.errs.setSink(h.stderrSink(false))
+	}
+	go h.watch(c)
+	return c, nil
+}
+
+// handshake runs the SFTP version exchange, bounded by ctx (and by
+// Options.Timeout for sessions that cannot be waiting on a prompt).
+func (h *Host) handshake(ctx context.Context, c *channel, r io.Reader, w io.WriteCloser, interactive bool) error {
+	if !interactive {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*h.o.Timeout)
+		defer cancel()
+	}
+	type result struct {
+		cl  *sftp.Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cl, err := sftp.NewClientPipe(&countReader{r: r, h: h}, &countWriter{w: w, h: h},
+			sftp.UseConcurrentReads(true), sftp.UseConcurrentWrites(true))
+		done <- result{cl, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		c.kill(ctx.Err())
+		if res = <-done; res.err == nil {
+			res.cl.Close()
+		}
+		res.err = ctx.Err()
+	}
+	if res.err != nil {
+		c.kill(res.err)
+		return h.dialFailure(c, res.err)
+	}
+	c.client, c.maxPacket = res.cl, defaultMaxPacket
+	if c.ext("limits@openssh.com") {
+		sftp.MaxPacketUnchecked(maxPacketLimits)(c.client)
+		c.maxPacket = maxPacketLimits
+	}
+	return nil
+}
+
+// dialFailure explains a failed session start from ssh's exit and stderr.
+func (h *Host) dialFailure(c *channel, err error) error {
+	if c.proc == nil {
+		kind := ErrSSH
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			kind = ErrUnreachable
+		}
+		return &DialError{Kind: kind, Host: h.o.Host, Detail: err.Error()}
+	}
+	select {
+	case <-c.proc.exited:
+	case <-time.After(time.Second):
+	}
+	kind, detail := classifyStderr(c.proc.errs.tail())
+	if detail == "" {
+		detail = err.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) && kind == ErrSSH {
+		kind = ErrUnreachable
+	}
+	return &DialError{Kind: kind, Host: h.o.Host, Detail: detail}
+}
+
+// watch waits for the session to end, then reaps it.
+func (h *Host) watch(c *channel) {
+	err := c.client.Wait()
+	c.kill(err)
+	if c.proc != nil {
+		<-c.proc.exited
+		if l := c.proc.errs.tail(); len(l) > 0 {
+			err = fmt.Errorf("%w: %s", err, l[len(l)-1])
+		}
+	}
+	h.log.Info("sftp channel closed", "host", h.o.Host, "slot", c.slot, "err", err)
+	close(c.dead)
+}
+
+func (h *Host) stderrSink(interactive bool) func(string) {
+	if interactive {
+		return func(line string) { fmt.Fprintln(os.Stderr, line) }
+	}
+	return func(line string) { h.log.Warn("ssh", "host", h.o.Host, "msg", line) }
+}
+
+// countReader counts the bytes received on a session.
+type countReader struct {
+	r io.Reader
+	h *Host
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.wireIn.Add(uint64(n))
+	return n, err
+}
+
+// countWriter counts the bytes and requests sent on a session, by parsing
+// the SFTP packet framing as it passes.
+type countWriter struct {
+	w      io.WriteCloser
+	h      *Host
+	head   [64]byte // first bytes of the current packet
+	nhead  int
+	remain int // bytes of the current packet (after its length) still to come
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.h.wireOut.Add(uint64(n))
+	c.parse(p[:n])
+	return n, err
+}
+
+func (c *countWriter) Close() error { return c.w.Close() }
+
+func (c *countWriter) parse(p []byte) {
+	for len(p) > 0 {
+		if c.nhead < 4 {
+			k := copy(c.head[c.nhead:4], p)
+			c.nhead += k
+			p = p[k:]
+			if c.nhead == 4 {
+				c.remain = int(uint32(c.head[0])<<24 | uint32(c.head[1])<<16 | uint32(c.head[2])<<8 | uint32(c.head[3]))
+			}
+			continue
+		}
+		k := min(len(p), c.remain)
+		if c.nhead < len(c.head) {
+			c.nhead += copy(c.head[c.nhead:], p[:k])
+		}
+		c.remain -= k
+		p = p[k:]
+		if c.remain == 0 {
+			c.h.reqs.count(c.head[4:c.nhead])
+			c.nhead = 0
+		}
+	}
+}

@@ -1,0 +1,3 @@
+package transport
+
+func preferredCiphers() string { return "" }

@@ -1,0 +1,441 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/pkg/sftp"
+
+	"sshfsm/internal/remote"
+)
+
+// file is an open remote file. It remembers how it was opened so that it
+// survives its channel: when the channel of its handle dies, the next call
+// re-opens the path on a live channel and continues, under this rule:
+//
+//   - Read-only files: the size and mtime seen at open must be unchanged
+//     after re-opening, else the file fails with EIO for good (its data
+//     would mix two versions).
+//   - Writable files: a write not acknowledged before the drop is sent
+//     again (pwrite is idempotent). The expected size (size at open or
+//     after Truncate, extended by acknowledged writes) must be found after
+//     re-opening; the remote may be larger only up to the end of the
+//     furthest write sent (it may have landed unacknowledged). Otherwise
+//     the file fails with EIO for good.
+type file struct {
+	h     *Host
+	name  string // tree path, for messages
+	abs   string
+	flags int // open flags for re-opening: without O_CREATE, O_EXCL, O_TRUNC
+	write bool
+
+	sem chan struct{} // capacity 1: serialises re-opens; taken before mu
+
+	// mu guards the fields below; lock order: sem, then mu, then Host.mu.
+	mu      sync.Mutex
+	primary *channel // channel of the handle that serves writes and small reads
+	handles map[*channel]*sftp.File
+	known   remote.Attr   // attributes seen at open
+	knownOK bool          // known was learned
+	learned chan struct{} // closed once known is settled
+	expSize int64         // writable: size the remote must have
+	sentEnd int64         // writable: end of the furthest write sent
+	broken  error         // permanent failure
+	closed  bool
+	noSplit bool // extra channels refused (changed attributes)
+}
+
+var _ remote.File = (*file)(nil)
+
+// errChanged marks a file found changed underneath after a re-open.
+var errChanged = fmt.Errorf("file changed on the remote while reopening: %w", syscall.EIO)
+
+const reopenMask = os.O_CREATE | os.O_EXCL | os.O_TRUNC
+
+// Open opens (and creates) a regular file. With O_CREATE but not O_EXCL the
+// file is first created exclusively so that perm is applied only to a file
+// this call created.
+func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
+	f := &file{h: r.h, name: p, abs: r.h.abs(p), flags: flags &^ reopenMask,
+		write: flags&(os.O_WRONLY|os.O_RDWR) != 0, sem: make(chan struct{}, 1),
+		handles: map[*channel]*sftp.File{}, learned: make(chan struct{})}
+	dctx, cancel := r.h.withDeadline(ctx)
+	defer cancel()
+	retry := flags&reopenMask == 0
+	for {
+		c, err := r.h.pick(dctx)
+		if err != nil {
+			return nil, r.fail("open", p, err)
+		}
+		var sf *sftp.File
+		var fresh bool
+		err = r.h.run(dctx, c, func() (err error) {
+			sf, fresh, err = openOn(c.client, f.abs, flags, perm)
+			return err
+		}, func(abandoned bool) {
+			if abandoned && sf != nil {
+				r.h.bg(c, sf.Close)
+			}
+		})
+		if err == nil {
+			f.start(c, sf, fresh || flags&os.O_TRUNC != 0)
+			return f, nil
+		}
+		if isAnswer(err) || dctx.Err() != nil || !retry {
+			return nil, r.openFailure(ctx, p, flags, c, err)
+		}
+		c.kill(err)
+	}
+}
+
+func (r hostRemote) openFailure(ctx context.Context, p string, flags int, c *channel, err error) error {
+	switch {
+	case isFailure(err) && flags&os.O_EXCL != 0:
+		err = r.probe(ctx, p, err, probeExists, probeFS)
+	case isFailure(err):
+		err = r.probe(ctx, p, err, probeIsDir, probeFS)
+	case !isAnswer(err) && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded):
+		c.kill(err)
+		err = transportErr(err)
+	}
+	return r.fail("open", p, err)
+}
+
+// openOn opens abs on one channel; fresh reports that this call created it.
+func openOn(cl *sftp.Client, abs string, flags int, perm uint32) (sf *sftp.File, fresh bool, err error) {
+	if flags&os.O_CREATE != 0 && flags&os.O_EXCL == 0 {
+		sf, err = cl.OpenFile(abs, flags|os.O_EXCL)
+		if isFailure(err) {
+			sf, err2 := cl.OpenFile(abs, flags&^os.O_CREATE)
+			if err2 == nil || !isAnswer(err2) {
+				return sf, false, err2
+			}
+			return nil, false, err
+		}
+	} else {
+		sf, err = cl.OpenFile(abs, flags)
+	}
+	if err != nil || flags&os.O_CREATE == 0 {
+		return sf, false, err
+	}
+	if err = sf.Chmod(os.FileMode(perm & 07777)); err != nil {
+		sf.Close()
+		return nil, false, err
+	}
+	return sf, true, nil
+}
+
+// start installs the first handle and learns the attributes to check
+// re-opens against: an empty file when this open created or truncated it,
+// else from an FSTAT sent in the background (no round trip added to Open).
+func (f *file) start(c *channel, sf *sftp.File, empty bool) {
+	f.primary = c
+	f.handles[c] = sf
+	if empty {
+		f.knownOK = true
+		close(f.learned)
+		return
+	}
+	f.h.bg(c, func() error {
+		fi, err := sf.Stat()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if err == nil {
+			f.known, f.knownOK = attrOf(fi), true
+			f.expSize = max(f.expSize, int64(f.known.Size))
+			f.sentEnd = max(f.sentEnd, f.expSize)
+		}
+		close(f.learned)
+		return err
+	})
+}
+
+// current returns the primary handle if its channel is alive, with one
+// request counted on it.
+func (f *file) current() (*channel, *sftp.File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.closed:
+		return nil, nil, os.ErrClosed
+	case f.broken != nil:
+		return nil, nil, f.broken
+	case f.primary != nil && !f.primary.isDead():
+		f.primary.begin()
+		return f.primary, f.handles[f.primary], nil
+	}
+	return nil, nil, nil
+}
+
+// acquire returns a usable handle, re-opening the file if its channel died.
+func (f *file) acquire(ctx context.Context) (*channel, *sftp.File, error) {
+	if c, sf, err := f.current(); c != nil || err != nil {
+		return c, sf, err
+	}
+	select {
+	case f.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	defer func() { <-f.sem }()
+	if c, sf, err := f.current(); c != nil || err != nil {
+		return c, sf, err
+	}
+	select {
+	case <-f.learned:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	return f.reopen(ctx)
+}
+
+// reopen opens the file on a live channel and checks it against the rule.
+func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
+	for {
+		c, err := f.h.pick(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		sf, err := f.openChecked(ctx, c)
+		switch {
+		case err == nil:
+			f.mu.Lock()
+			f.primary = c
+			f.handles[c] = sf
+			c.begin()
+			f.mu.Unlock()
+			return c, sf, nil
+		case errors.Is(err, errChanged):
+			f.mu.Lock()
+			f.broken = err
+			f.mu.Unlock()
+			return nil, nil, err
+		case isAnswer(err) || ctx.Err() != nil:
+			return nil, nil, err
+		}
+		c.kill(err)
+	}
+}
+
+// openChecked opens the file on c (counted) and verifies its attributes.
+func (f *file) openChecked(ctx context.Context, c *channel) (*sftp.File, error) {
+	var sf *sftp.File
+	err := f.h.run(ctx, c, func() error {
+		var err error
+		if sf, err = c.client.OpenFile(f.abs, f.flags); err != nil {
+			return err
+		}
+		fi, err := sf.Stat()
+		if err == nil {
+			err = f.verify(attrOf(fi))
+		}
+		if err != nil {
+			sf.Close()
+			sf = nil
+		}
+		return err
+	}, func(abandoned bool) {
+		if abandoned && sf != nil {
+			f.h.bg(c, sf.Close)
+		}
+	})
+	return sf, err
+}
+
+// verify applies the re-open rule (see file).
+func (f *file) verify(a remote.Attr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	size := int64(a.Size)
+	if f.write {
+		if size < f.expSize || (f.knownOK && size > max(f.expSize, f.sentEnd)) {
+			return errChanged
+		}
+		return nil
+	}
+	if !f.knownOK || size != int64(f.known.Size) || !a.Mtime.Equal(f.known.Mtime) {
+		return errChanged
+	}
+	return nil
+}
+
+// drop forgets the handle on a dead channel.
+func (f *file) drop(c *channel) {
+	f.mu.Lock()
+	delete(f.handles, c)
+	if f.primary == c {
+		f.primary = nil
+	}
+	f.mu.Unlock()
+}
+
+// do runs fn on the file's handle within the call deadline, re-opening and
+// running fn again after a transport failure. l, if set, is held by each
+// attempt for as long as it runs.
+func (f *file) do(ctx context.Context, l *lease, fn func(c *channel, sf *sftp.File) error) error {
+	dctx, cancel := f.h.withDeadline(ctx)
+	defer cancel()
+	for {
+		c, sf, err := f.acquire(dctx)
+		if err != nil {
+			return err
+		}
+		l.hold()
+		err = f.h.run(dctx, c, func() error { return fn(c, sf) }, func(bool) { l.release() })
+		switch {
+		case err == nil || isAnswer(err) || dctx.Err() != nil:
+			return err
+		case errors.Is(err, os.ErrClosed):
+			return err
+		}
+		c.kill(err)
+		f.drop(c)
+	}
+}
+
+// fail wraps a file error for the FUSE layer.
+func (f *file) fail(op string, err error) error {
+	if errors.Is(err, os.ErrClosed) {
+		err = syscall.EBADF
+	}
+	return hostRemote{f.h}.fail(op, f.name, err)
+}
+
+func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if f.splittable(len(p)) {
+		return f.readSplit(ctx, p, off)
+	}
+	return f.readOne(ctx, p, off)
+}
+
+// readOne reads into a private buffer and copies to p only once the read
+// has been answered, so p is never written after ReadAt returns.
+func (f *file) readOne(ctx context.Context, p []byte, off int64) (int, error) {
+	l := getLease(len(p))
+	defer l.release()
+	var n int
+	err := f.do(ctx, l, func(c *channel, sf *sftp.File) error {
+		var err error
+		n, err = sf.ReadAt(l.b[:len(p)], off)
+		c.stats.bytesRead.Add(uint64(n))
+		return err
+	})
+	if err != nil && err != io.EOF {
+		return 0, f.fail("read", err)
+	}
+	return copy(p, l.b[:n]), err
+}
+
+// WriteAt sends a private copy of p, so p is free as soon as it returns.
+func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	l := getLease(len(p))
+	defer l.release()
+	copy(l.b, p)
+	end := off + int64(len(p))
+	f.mu.Lock()
+	f.sentEnd = max(f.sentEnd, end)
+	f.mu.Unlock()
+	err := f.do(ctx, l, func(c *channel, sf *sftp.File) error {
+		_, err := sf.WriteAt(l.b[:len(p)], off)
+		if err == nil {
+			c.stats.bytesWrite.Add(uint64(len(p)))
+		}
+		return err
+	})
+	if err != nil {
+		if isFailure(err) {
+			err = hostRemote{f.h}.probe(ctx, f.name, err, probeSpace)
+		}
+		return 0, f.fail("write", err)
+	}
+	f.mu.Lock()
+	f.expSize = max(f.expSize, end)
+	f.mu.Unlock()
+	return len(p), nil
+}
+
+func (f *file) Stat(ctx context.Context) (remote.Attr, error) {
+	var a remote.Attr
+	err := f.do(ctx, nil, func(_ *channel, sf *sftp.File) error {
+		fi, err := sf.Stat()
+		if err == nil {
+			a = attrOf(fi)
+		}
+		return err
+	})
+	if err != nil {
+		return remote.Attr{}, f.fail("fstat", err)
+	}
+	return a, nil
+}
+
+func (f *file) Truncate(ctx context.Context, size int64) error {
+	f.mu.Lock()
+	f.expSize = min(f.expSize, size)
+	f.sentEnd = max(f.sentEnd, size)
+	f.mu.Unlock()
+	err := f.do(ctx, nil, func(_ *channel, sf *sftp.File) error { return sf.Truncate(size) })
+	if err != nil {
+		if isFailure(err) {
+			err = hostRemote{f.h}.probe(ctx, f.name, err, probeSpace)
+		}
+		return f.fail("truncate", err)
+	}
+	f.mu.Lock()
+	f.expSize = size
+	f.mu.Unlock()
+	return nil
+}
+
+// Sync uses fsync@openssh.com when offered; otherwise acknowledged writes
+// are as durable as the server makes them.
+func (f *file) Sync(ctx context.Context) error {
+	err := f.do(ctx, nil, func(c *channel, sf *sftp.File) error {
+		if !c.ext("fsync@openssh.com") {
+			return nil
+		}
+		return sf.Sync()
+	})
+	return f.fail("fsync", err)
+}
+
+// Close closes every handle: the primary one waited for (its status is the
+// result), the others in the background.
+func (f *file) Close(ctx context.Context) error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return f.fail("close", os.ErrClosed)
+	}
+	f.closed = true
+	primary, handles := f.primary, f.handles
+	f.handles = nil
+	f.mu.Unlock()
+	for c, sf := range handles {
+		if c != primary && !c.isDead() {
+			f.h.bg(c, sf.Close)
+		}
+	}
+	if primary == nil || primary.isDead() {
+		return nil
+	}
+	dctx, cancel := f.h.withDeadline(ctx)
+	defer cancel()
+	primary.begin()
+	err := f.h.run(dctx, primary, handles[primary].Close, nil)
+	if err != nil && !isAnswer(err) {
+		return nil // the session ended: the server closed the handle
+	}
+	return f.fail("close", err)
+}

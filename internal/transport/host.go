@@ -1,0 +1,341 @@
+// Package transport runs the SFTP channels to one SSH host (ssh processes or
+// a custom stream), balances, times out and reconnects them, and serves the
+// remote.Remote interface on top.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"sshfsm/internal/remote"
+)
+
+// Options configure Dial.
+type Options struct {
+	Host       string        // ssh destination: alias, name or address (IPv6 without brackets)
+	User       string        // "" = ssh decides (config or local user)
+	Port       int           // 0 = ssh decides
+	Dir        string        // remote directory as given; "" = home; relative = under home
+	SSHCommand []string      // default {"ssh"}; ssh_command=
+	SSHArgs    []string      // extra ssh arguments: -F file, -C, -o Key=Value ...
+	SFTPServer string        // sftp_server=: run this remote command instead of the subsystem
+	DirectPort int           // directport=: plain TCP to an sftp-server, no ssh
+	Conns      int           // max_conns: SFTP channels per host; 0 = DefaultConns
+	Timeout    time.Duration // per-request limit; after it the call fails and the channel is recycled; 0 = DefaultTimeout
+	Reconnect  bool
+	Logger     *slog.Logger
+	// Dialer, when set, replaces the ssh process: it returns the two ends of
+	// one SFTP byte stream (directport uses it for TCP; tests for an
+	// in-process pkg/sftp server).
+	Dialer func(ctx context.Context) (io.ReadCloser, io.WriteCloser, error)
+}
+
+// Defaults for zero Options fields.
+const (
+	DefaultConns   = 2
+	DefaultTimeout = 20 * time.Second
+)
+
+// Reconnect backoff: first retry at once, then minBackoff doubling to maxBackoff.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// Host is the set of SFTP channels to one host, rooted at one directory.
+type Host struct {
+	o     Options
+	log   *slog.Logger
+	extra []string // ssh -o options added to the user's
+	root  string   // resolved absolute remote directory
+	uid   uint32
+	gid   uint32
+	uidOK bool
+
+	reqs    reqCounters
+	wireIn  atomic.Uint64
+	wireOut atomic.Uint64
+	slots   []*slotStats
+
+	ctx    context.Context // ends when the host is closed
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // slot maintainers
+
+	// mu guards the fields below; it is a leaf lock (nothing else is
+	// taken while holding it).
+	mu      sync.Mutex
+	chans   []*channel    // per slot: its current channel, nil while down
+	alive   int           // maintainers still running
+	changed chan struct{} // closed and replaced whenever chans changes
+	closed  bool
+}
+
+// Dial starts the first channel (which may prompt on the terminal), resolves
+// and checks Dir, and starts the other channels in the background.
+func Dial(ctx context.Context, o Options) (*Host, error) {
+	if o.Host == "" || strings.HasPrefix(o.Host, "-") {
+		return nil, &DialError{Kind: ErrSSH, Host: o.Host, Detail: "invalid host name"}
+	}
+	h := newHost(o)
+	if o.Dialer == nil {
+		h.extra = sshDefaults(ctx, &h.o, preferredCiphers())
+	}
+	c, err := h.openChannel(ctx, 0, true)
+	if err != nil {
+		h.cancel()
+		return nil, err
+	}
+	if err := h.resolveRoot(ctx, c); err != nil {
+		c.kill(err)
+		<-c.dead
+		h.cancel()
+		return nil, err
+	}
+	h.start(0, c)
+	for slot := 1; slot < h.o.Conns; slot++ {
+		h.start(slot, nil)
+	}
+	return h, nil
+}
+
+func newHost(o Options) *Host {
+	if o.Conns <= 0 {
+		o.Conns = DefaultConns
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	h := &Host{o: o, log: o.Logger, changed: make(chan struct{})}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.chans = make([]*channel, o.Conns)
+	for range o.Conns {
+		h.slots = append(h.slots, &slotStats{})
+	}
+	return h
+}
+
+// resolveRoot makes Dir absolute, checks it is a directory and learns the
+// owner of the remote home.
+func (h *Host) resolveRoot(ctx context.Context, c *channel) error {
+	dir := h.o.Dir
+	if dir == "" {
+		dir = "."
+	}
+	fail := func(kind error, err error) error {
+		return &DialError{Kind: kind, Host: h.o.Host, Detail: fmt.Sprintf("%s: %v", dir, err)}
+	}
+	c.begin()
+	err := h.run(ctx, c, func() error {
+		if home, err := c.client.Stat("."); err == nil {
+			h.uid, h.gid, h.uidOK = statOf(home).UID, statOf(home).GID, true
+		}
+		root, err := c.client.RealPath(dir)
+		if err != nil {
+			return err
+		}
+		fi, err := c.client.Stat(root)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return syscall.ENOTDIR
+		}
+		h.root = root
+		return nil
+	}, nil)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fail(ErrNoDir, err)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fail(ErrNotDir, err)
+	}
+	return fail(ErrSSH, err)
+}
+
+// start runs the maintainer of one slot, beginning with channel c if any.
+func (h *Host) start(slot int, c *channel) {
+	h.mu.Lock()
+	h.alive++
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go h.maintain(slot, c)
+}
+
+// maintain keeps one slot's channel up: it publishes the channel, waits for
+// it to die and, when reconnecting, replaces it with exponential backoff.
+// A slot that never came up keeps trying even without Reconnect.
+func (h *Host) maintain(slot int, c *channel) {
+	defer h.wg.Done()
+	defer h.slotStopped()
+	backoff := time.Duration(0)
+	everUp := c != nil
+	for {
+		if c != nil {
+			h.setChan(slot, c)
+			select {
+			case <-c.dead:
+			case <-h.ctx.Done():
+				c.kill(errClosed)
+				<-c.dead
+			}
+			h.setChan(slot, nil)
+			if !h.o.Reconnect || h.ctx.Err() != nil {
+				return
+			}
+			backoff = 0
+		}
+		if !h.sleep(backoff) {
+			return
+		}
+		var err error
+		if c, err = h.openChannel(h.ctx, slot, false); err != nil {
+			h.log.Warn("sftp channel failed", "host", h.o.Host, "slot", slot, "err", err)
+			backoff = min(max(2*backoff, minBackoff), maxBackoff)
+			continue
+		}
+		if everUp {
+			h.slots[slot].reconnects.Add(1)
+		}
+		everUp = true
+	}
+}
+
+func (h *Host) sleep(d time.Duration) bool {
+	if d == 0 {
+		return h.ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-h.ctx.Done():
+		return false
+	}
+}
+
+func (h *Host) setChan(slot int, c *channel) {
+	h.mu.Lock()
+	h.chans[slot] = c
+	h.slots[slot].up.Store(c != nil)
+	h.broadcastLocked()
+	h.mu.Unlock()
+}
+
+func (h *Host) slotStopped() {
+	h.mu.Lock()
+	h.alive--
+	h.broadcastLocked()
+	h.mu.Unlock()
+}
+
+func (h *Host) broadcastLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+var errClosed = errors.New("connection closed")
+
+// pick returns the live channel with the fewest outstanding requests,
+// waiting for one until ctx ends. The request is counted on the channel;
+// the caller must end it.
+func (h *Host) pick(ctx context.Context) (*channel, error) {
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", errClosed, syscall.ENOTCONN)
+		}
+		var best *channel
+		for _, c := range h.chans {
+			if c != nil && !c.isDead() && (best == nil || c.outstanding.Load() < best.outstanding.Load()) {
+				best = c
+			}
+		}
+		if best != nil {
+			best.begin()
+			h.mu.Unlock()
+			return best, nil
+		}
+		if h.alive == 0 {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", errClosed, syscall.ENOTCONN)
+		}
+		wait := h.changed
+		h.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// live returns up to n live channels, least busy first, each with one
+// request counted.
+func (h *Host) live(n int) []*channel {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var cs []*channel
+	for _, c := range h.chans {
+		if c != nil && !c.isDead() {
+			cs = append(cs, c)
+		}
+	}
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && cs[j].outstanding.Load() < cs[j-1].outstanding.Load(); j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+	if len(cs) > n {
+		cs = cs[:n]
+	}
+	for _, c := range cs {
+		c.begin()
+	}
+	return cs
+}
+
+// Remote returns the remote tree rooted at the resolved Dir.
+func (h *Host) Remote() remote.Remote { return hostRemote{h} }
+
+// RemoteUser returns the owner of the remote home directory.
+func (h *Host) RemoteUser() (uid, gid uint32, ok bool) { return h.uid, h.gid, h.uidOK }
+
+// Root returns the resolved absolute remote directory.
+func (h *Host) Root() string { return h.root }
+
+// Close ends every channel and waits for their processes to exit.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.broadcastLocked()
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+	return nil
+}
+
+// abs maps a tree path to the remote absolute path, never leaving the root.
+func (h *Host) abs(p string) string {
+	return path.Join(h.root, path.Clean("/"+p))
+}

@@ -1,0 +1,290 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"sshfsm/internal/remote"
+)
+
+// hostRemote serves remote.Remote over a Host's channels.
+type hostRemote struct{ h *Host }
+
+var _ remote.Remote = hostRemote{}
+
+func statOf(fi os.FileInfo) *sftp.FileStat {
+	if st, ok := fi.Sys().(*sftp.FileStat); ok {
+		return st
+	}
+	return &sftp.FileStat{Size: uint64(fi.Size()), Mtime: uint32(fi.ModTime().Unix())}
+}
+
+func attrOf(fi os.FileInfo) remote.Attr {
+	st := statOf(fi)
+	return remote.Attr{
+		Mode: st.Mode, Size: st.Size, UID: st.UID, GID: st.GID,
+		Atime: time.Unix(int64(st.Atime), 0), Mtime: time.Unix(int64(st.Mtime), 0),
+	}
+}
+
+// fail wraps a failed call's error with op and path, mapping server
+// answers to errors the FUSE layer understands.
+func (r hostRemote) fail(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if isAnswer(err) {
+		err = mapStatus(err)
+	}
+	return fmt.Errorf("%s %s:%s: %w", op, r.h.o.Host, p, err)
+}
+
+func (r hostRemote) stat(ctx context.Context, p string, follow bool) (remote.Attr, error) {
+	var a remote.Attr
+	err := r.h.do(ctx, true, func(c *channel) error {
+		var fi os.FileInfo
+		var err error
+		if follow {
+			fi, err = c.client.Stat(r.h.abs(p))
+		} else {
+			fi, err = c.client.Lstat(r.h.abs(p))
+		}
+		if err == nil {
+			a = attrOf(fi)
+		}
+		return err
+	})
+	if err != nil {
+		return remote.Attr{}, err
+	}
+	return a, nil
+}
+
+func (r hostRemote) Lstat(ctx context.Context, p string) (remote.Attr, error) {
+	a, err := r.stat(ctx, p, false)
+	return a, r.fail("lstat", p, err)
+}
+
+func (r hostRemote) Stat(ctx context.Context, p string) (remote.Attr, error) {
+	a, err := r.stat(ctx, p, true)
+	return a, r.fail("stat", p, err)
+}
+
+func (r hostRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
+	var out []remote.DirEntry
+	err := r.h.do(ctx, true, func(c *channel) error {
+		fis, err := c.client.ReadDir(r.h.abs(p))
+		if err != nil {
+			return err
+		}
+		es := make([]remote.DirEntry, 0, len(fis))
+		for _, fi := range fis {
+			es = append(es, remote.DirEntry{Name: fi.Name(), Attr: attrOf(fi)})
+		}
+		out = es
+		return nil
+	})
+	if err != nil {
+		return nil, r.fail("readdir", p, err)
+	}
+	return out, nil
+}
+
+func (r hostRemote) Readlink(ctx context.Context, p string) (string, error) {
+	var target string
+	err := r.h.do(ctx, true, func(c *channel) error {
+		t, err := c.client.ReadLink(r.h.abs(p))
+		target = t
+		return err
+	})
+	if err != nil {
+		return "", r.fail("readlink", p, err)
+	}
+	return target, nil
+}
+
+func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
+	abs := r.h.abs(p)
+	err := r.h.do(ctx, false, func(c *channel) error {
+		if err := c.client.Mkdir(abs); err != nil {
+			return err
+		}
+		return c.client.Chmod(abs, os.FileMode(perm&07777))
+	})
+	if isFailure(err) {
+		err = r.probe(ctx, p, err, probeExists, probeFS)
+	}
+	return r.fail("mkdir", p, err)
+}
+
+// Remove unlinks a non-directory. pkg/sftp's Remove falls back to RMDIR
+// when REMOVE fails; the kernel never sends UNLINK for a directory it
+// knows, so that fallback only matters if the remote changed underneath.
+func (r hostRemote) Remove(ctx context.Context, p string) error {
+	abs := r.h.abs(p)
+	err := r.h.do(ctx, false, func(c *channel) error { return c.client.Remove(abs) })
+	if isFailure(err) {
+		err = r.probe(ctx, p, err, probeIsDir, probeFS)
+	}
+	return r.fail("remove", p, err)
+}
+
+func (r hostRemote) Rmdir(ctx context.Context, p string) error {
+	abs := r.h.abs(p)
+	err := r.h.do(ctx, false, func(c *channel) error { return c.client.RemoveDirectory(abs) })
+	if isFailure(err) {
+		err = r.probe(ctx, p, err, probeNotDir, probeNotEmpty, probeFS)
+	}
+	return r.fail("rmdir", p, err)
+}
+
+// Rename uses posix-rename@openssh.com (atomic replace) when offered. With
+// noReplace it sends a plain SFTP RENAME, which OpenSSH implements with
+// link+unlink for files and so refuses to replace; an existing target
+// found first or after a failure is reported as EEXIST.
+func (r hostRemote) Rename(ctx context.Context, oldp, newp string, noReplace bool) error {
+	if noReplace {
+		if _, err := r.stat(ctx, newp, false); err == nil {
+			return r.fail("rename", newp, fs.ErrExist)
+		}
+	}
+	oldAbs, newAbs := r.h.abs(oldp), r.h.abs(newp)
+	err := r.h.do(ctx, false, func(c *channel) error {
+		if !noReplace && c.ext("posix-rename@openssh.com") {
+			return c.client.PosixRename(oldAbs, newAbs)
+		}
+		return c.client.Rename(oldAbs, newAbs)
+	})
+	if isFailure(err) && noReplace {
+		err = r.probe(ctx, newp, err, probeExists, probeFS)
+	} else if isFailure(err) {
+		err = r.renameProbe(ctx, oldp, newp, err)
+	}
+	return r.fail("rename", oldp+" -> "+newp, err)
+}
+
+func (r hostRemote) Symlink(ctx context.Context, target, linkp string) error {
+	abs := r.h.abs(linkp)
+	err := r.h.do(ctx, false, func(c *channel) error { return c.client.Symlink(target, abs) })
+	if isFailure(err) {
+		err = r.probe(ctx, linkp, err, probeExists, probeFS)
+	}
+	return r.fail("symlink", linkp, err)
+}
+
+func (r hostRemote) Link(ctx context.Context, oldp, newp string) error {
+	oldAbs, newAbs := r.h.abs(oldp), r.h.abs(newp)
+	err := r.h.do(ctx, false, func(c *channel) error {
+		if !c.ext("hardlink@openssh.com") {
+			return syscall.ENOTSUP
+		}
+		return c.client.Link(oldAbs, newAbs)
+	})
+	if isFailure(err) {
+		err = r.probe(ctx, newp, err, probeExists, probeFS)
+	}
+	return r.fail("link", newp, err)
+}
+
+// SetAttr applies the changes one SETSTAT at a time. SFTP sets atime and
+// mtime together (and uid with gid): a missing half is read from a stat.
+func (r hostRemote) SetAttr(ctx context.Context, p string, a remote.SetAttr) error {
+	abs := r.h.abs(p)
+	var cur *remote.Attr
+	if (a.Atime == nil) != (a.Mtime == nil) || (a.UID == nil) != (a.GID == nil) {
+		st, err := r.stat(ctx, p, true)
+		if err != nil {
+			return r.fail("setattr", p, err)
+		}
+		cur = &st
+	}
+	err := r.h.do(ctx, false, func(c *channel) error { return setAttr(c.client, abs, a, cur) })
+	if isFailure(err) {
+		err = r.probe(ctx, p, err, probeFS)
+	}
+	return r.fail("setattr", p, err)
+}
+
+func setAttr(cl *sftp.Client, abs string, a remote.SetAttr, cur *remote.Attr) error {
+	if a.Mode != nil {
+		if err := cl.Chmod(abs, os.FileMode(*a.Mode&07777)); err != nil {
+			return err
+		}
+	}
+	if a.UID != nil || a.GID != nil {
+		uid, gid := pick32(a.UID, cur, true), pick32(a.GID, cur, false)
+		if err := cl.Chown(abs, int(uid), int(gid)); err != nil {
+			return err
+		}
+	}
+	if a.Size != nil {
+		if err := cl.Truncate(abs, int64(*a.Size)); err != nil {
+			return err
+		}
+	}
+	if a.Atime != nil || a.Mtime != nil {
+		at, mt := pickTime(a.Atime, cur, true), pickTime(a.Mtime, cur, false)
+		return cl.Chtimes(abs, at, mt)
+	}
+	return nil
+}
+
+func pick32(v *uint32, cur *remote.Attr, uid bool) uint32 {
+	switch {
+	case v != nil:
+		return *v
+	case uid:
+		return cur.UID
+	}
+	return cur.GID
+}
+
+func pickTime(v *time.Time, cur *remote.Attr, atime bool) time.Time {
+	switch {
+	case v != nil:
+		return *v
+	case atime:
+		return cur.Atime
+	}
+	return cur.Mtime
+}
+
+// StatFS uses statvfs@openssh.com when offered, else reports a large
+// synthetic filesystem.
+func (r hostRemote) StatFS(ctx context.Context, p string) (remote.StatFS, error) {
+	var s remote.StatFS
+	abs := r.h.abs(p)
+	err := r.h.do(ctx, true, func(c *channel) error {
+		if !c.ext("statvfs@openssh.com") {
+			s = syntheticStatFS
+			return nil
+		}
+		v, err := c.client.StatVFS(abs)
+		if err == nil {
+			s = remote.StatFS{Bsize: v.Bsize, Frsize: v.Frsize, Blocks: v.Blocks, Bfree: v.Bfree,
+				Bavail: v.Bavail, Files: v.Files, Ffree: v.Ffree, Favail: v.Favail,
+				NameMax: v.Namemax, Fsid: v.Fsid}
+		}
+		return err
+	})
+	if err != nil {
+		return remote.StatFS{}, r.fail("statfs", p, err)
+	}
+	return s, nil
+}
+
+var syntheticStatFS = remote.StatFS{
+	Bsize: 4096, Frsize: 4096, Blocks: 1 << 30, Bfree: 1 << 30, Bavail: 1 << 30,
+	Files: 1 << 30, Ffree: 1 << 30, Favail: 1 << 30, NameMax: 255,
+}
+
+func (r hostRemote) Close() error { return r.h.Close() }
+
+var errNotConn = errors.New("not connected")

@@ -1,0 +1,246 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// sshProc is one running ssh process carrying one SFTP session.
+type sshProc struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // our end of ssh's stdin
+	stdout *os.File // our end of ssh's stdout
+	errs   *stderrTail
+	exited chan struct{} // closed once ssh has been reaped
+}
+
+// stderrTail keeps the last lines ssh wrote to stderr and forwards every
+// line to a sink (the terminal while dialling, the log afterwards).
+type stderrTail struct {
+	mu    sync.Mutex // guards lines, sink
+	lines []string
+	sink  func(line string)
+	done  chan struct{} // closed when stderr reached EOF
+}
+
+const tailLines = 8
+
+func (t *stderrTail) consume(r io.Reader) {
+	defer close(t.done)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		t.mu.Lock()
+		if strings.TrimSpace(line) != "" {
+			t.lines = append(t.lines, line)
+			if len(t.lines) > tailLines {
+				t.lines = t.lines[1:]
+			}
+		}
+		sink := t.sink
+		t.mu.Unlock()
+		if sink != nil {
+			sink(line)
+		}
+	}
+}
+
+func (t *stderrTail) setSink(f func(string)) {
+	t.mu.Lock()
+	t.sink = f
+	t.mu.Unlock()
+}
+
+// tail returns the kept lines, after waiting briefly for ssh's last words.
+func (t *stderrTail) tail() []string {
+	select {
+	case <-t.done:
+	case <-time.After(200 * time.Millisecond):
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.lines...)
+}
+
+// sshArgv builds the ssh command line for one channel. batch forbids
+// prompts (every channel but the first, and all reconnects).
+func sshArgv(o *Options, extra []string, batch bool) []string {
+	cmd := o.SSHCommand
+	if len(cmd) == 0 {
+		cmd = []string{"ssh"}
+	}
+	argv := append([]string(nil), cmd...)
+	argv = append(argv, "-x", "-a", "-oClearAllForwardings=yes")
+	if batch {
+		argv = append(argv, "-oBatchMode=yes")
+	}
+	if o.Port != 0 {
+		argv = append(argv, "-p", strconv.Itoa(o.Port))
+	}
+	if o.User != "" {
+		argv = append(argv, "-l", o.User)
+	}
+	argv = append(argv, o.SSHArgs...)
+	argv = append(argv, extra...)
+	if o.SFTPServer != "" {
+		return append(argv, o.Host, o.SFTPServer)
+	}
+	return append(argv, "-s", o.Host, "sftp")
+}
+
+// userSetOption reports whether the ssh arguments set option key
+// (case-insensitive), as -oKey=v, -o Key=v or -o "Key v".
+func userSetOption(args []string, key string) bool {
+	key = strings.ToLower(key)
+	for i, a := range args {
+		var v string
+		switch {
+		case a == "-o" && i+1 < len(args):
+			v = args[i+1]
+		case strings.HasPrefix(a, "-o"):
+			v = a[2:]
+		default:
+			continue
+		}
+		v = strings.ToLower(strings.TrimSpace(v))
+		if strings.HasPrefix(v, key) && len(v) > len(key) &&
+			strings.ContainsRune("= \t", rune(v[len(key)])) {
+			return true
+		}
+	}
+	return false
+}
+
+// startSSH starts ssh with pipes we own (so reaping never closes them under
+// the SFTP reader). interactive keeps ssh in our process group so that it
+// may prompt on the terminal.
+func startSSH(argv []string, interactive bool, sink func(string)) (*sshProc, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !interactive}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		closeAll(inW, outR, errR)
+		return nil, err
+	}
+	p := &sshProc{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}),
+		errs: &stderrTail{sink: sink, done: make(chan struct{})}}
+	go p.errs.consume(errR)
+	go func() {
+		cmd.Wait()
+		errR.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// kill ends ssh and closes our pipe ends so every reader and writer fails.
+func (p *sshProc) kill() {
+	p.cmd.Process.Kill()
+	p.stdin.Close()
+	p.stdout.Close()
+}
+
+// sshDefaults returns the -o options we add unless the user configured
+// them: keepalives (so a dead link is noticed) and ConnectTimeout.
+func sshDefaults(ctx context.Context, o *Options, ciphers string) []string {
+	var extra []string
+	cfg := sshConfig(ctx, o)
+	if !userSetOption(o.SSHArgs, "ServerAliveInterval") && isDefault(cfg, "serveraliveinterval", "0") {
+		extra = append(extra, "-oServerAliveInterval=15")
+		if !userSetOption(o.SSHArgs, "ServerAliveCountMax") {
+			extra = append(extra, "-oServerAliveCountMax=3")
+		}
+	}
+	if !userSetOption(o.SSHArgs, "ConnectTimeout") && isDefault(cfg, "connecttimeout", "none") {
+		secs := int((o.Timeout + time.Second - 1) / time.Second)
+		extra = append(extra, "-oConnectTimeout="+strconv.Itoa(secs))
+	}
+	if ciphers != "" && !userSetOption(o.SSHArgs, "Ciphers") && isDefault(cfg, "ciphers", defaultCiphers(ctx, o)) {
+		extra = append(extra, "-oCiphers="+ciphers)
+	}
+	return extra
+}
+
+// sshConfig runs `ssh -G` for the destination and returns its effective
+// configuration (lowercase keys). An empty map when ssh cannot tell.
+func sshConfig(ctx context.Context, o *Options) map[string]string {
+	argv := sshArgv(o, nil, true)
+	argv = argv[:len(argv)-2] // drop destination and subsystem
+	if o.SFTPServer == "" {
+		argv = argv[:len(argv)-1] // "-s"
+	}
+	argv = append(argv, "-G", o.Host)
+	return runSSHG(ctx, argv)
+}
+
+var (
+	defCiphersOnce sync.Once
+	defCiphers     string
+)
+
+// defaultCiphers is ssh's built-in cipher list (ssh -G with no config).
+func defaultCiphers(ctx context.Context, o *Options) string {
+	defCiphersOnce.Do(func() {
+		cmd := o.SSHCommand
+		if len(cmd) == 0 {
+			cmd = []string{"ssh"}
+		}
+		argv := append(append([]string(nil), cmd...), "-F", "/dev/null", "-G", "localhost")
+		defCiphers = runSSHG(ctx, argv)["ciphers"]
+	})
+	return defCiphers
+}
+
+func runSSHG(ctx context.Context, argv []string) map[string]string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	m := map[string]string{}
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func isDefault(cfg map[string]string, key, def string) bool {
+	v, ok := cfg[key]
+	return !ok || v == def
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
