@@ -31,9 +31,12 @@ type node struct {
 	opened   bool
 	openSize uint64
 	openTime time.Time
-	// lastSize and lastTime are the newest size and mtime fetched.
+	// lastSize and lastTime are the newest size and mtime fetched; last
+	// is the newest attributes, reported after unlink when no open
+	// handle can be asked.
 	lastSize uint64
 	lastTime time.Time
+	last     remote.Attr
 	detached uint64 // inode number reserved by inoTable.detach, 0 if none
 	writers  int    // open writable handles; while > 0 cached listings are bypassed
 
@@ -156,7 +159,7 @@ func (n *node) report(a remote.Attr, out *fuse.Attr) {
 	}
 	n.fsys.fillAttr(out, a)
 	n.mu.Lock()
-	n.lastSize, n.lastTime = a.Size, a.Mtime
+	n.lastSize, n.lastTime, n.last = a.Size, a.Mtime, a
 	n.mu.Unlock()
 }
 
@@ -187,7 +190,12 @@ func (n *node) getattr(ctx context.Context, fh fs.FileHandle) (remote.Attr, sysc
 	case linked:
 		a, err = n.fsys.ns.Lstat(ctx, p)
 	default:
-		return a, syscall.ENOENT
+		n.mu.Lock()
+		a = n.last
+		n.mu.Unlock()
+		if a.Mode == 0 {
+			return a, syscall.ENOENT
+		}
 	}
 	return a, n.fsys.toErrno(err)
 }

@@ -1,0 +1,107 @@
+package fusefs
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/namespace"
+	"sshfsm/internal/remote"
+	"sshfsm/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// testMount is one mounted filesystem over a fresh remote directory.
+type testMount struct {
+	mnt, dir string
+	srv      *fuse.Server
+	logs     *logBuf
+}
+
+// defaultOpts are the options the CLI chooses by default.
+func defaultOpts() Options {
+	return Options{
+		AttrTimeout: 20 * time.Second, EntryTimeout: 20 * time.Second,
+		NegativeTimeout: 20 * time.Second, DirCacheTimeout: 20 * time.Second,
+		ContainSymlinks: true,
+	}
+}
+
+// mountWith mounts a fresh remote directory; wrap, when non-nil, wraps
+// the remote (to inject faults).
+func mountWith(t *testing.T, o Options, wrap func(remote.Remote) remote.Remote) *testMount {
+	t.Helper()
+	tm := &testMount{dir: t.TempDir(), mnt: t.TempDir(), logs: &logBuf{}}
+	r := newRemote(t, tm.dir)
+	if wrap != nil {
+		r = wrap(r)
+	}
+	o.Logger = slog.New(slog.NewTextHandler(tm.logs, nil))
+	srv, err := Mount(tm.mnt, namespace.Single(r), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
+	if err != nil {
+		t.Fatalf("Mount: %v", err)
+	}
+	tm.srv = srv
+	t.Cleanup(func() { tm.unmount(t) })
+	return tm
+}
+
+func (tm *testMount) unmount(t *testing.T) {
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = tm.srv.Unmount(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Errorf("Unmount: %v", err)
+	}
+	if testenv.MountedAt(tm.mnt) {
+		_ = testenv.Unmount(tm.mnt)
+		t.Errorf("mount left behind at %s", tm.mnt)
+	}
+}
+
+func (tm *testMount) path(p string) string { return tm.mnt + "/" + p }
+
+// logBuf collects log output for assertions.
+type logBuf struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
+
+var _ io.Writer = (*logBuf)(nil)
+
+func newRemote(t *testing.T, dir string) remote.Remote {
+	return localRemote{root: dir}
+}
+
+func mustWrite(t *testing.T, p string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isErrno(err error, want error) bool { return errors.Is(err, want) }
