@@ -1,0 +1,37 @@
+# Targets: build, test, lint, bench, demo, demo-stop, man, clean.
+# `make test` is scripts/test.sh: the same checks run locally and in CI.
+
+GO ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build test lint bench demo demo-stop man clean
+
+all: build
+
+build:
+	$(GO) build -o sshfsm ./cmd/sshfsm
+
+test:
+	bash scripts/test.sh
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-ed (run gofmt -w):"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench:
+	$(GO) run ./bench
+
+demo:
+	bash scripts/demo.sh
+
+demo-stop:
+	bash scripts/demo.sh stop
+
+man: build
+	./sshfsm --man > docs/sshfsm.1.tmp && mv docs/sshfsm.1.tmp docs/sshfsm.1
+
+clean:
+	-bash scripts/demo.sh stop
+	rm -f sshfsm
+	$(GO) clean -testcache

@@ -1,0 +1,80 @@
+# Shared helpers of scripts/test.sh and scripts/demo.sh; source, do not run.
+
+# say prints a progress line.
+say() { printf '==> %s\n' "$*"; }
+
+# die prints an error and exits 1.
+die() {
+	printf 'error: %s\n' "$*" >&2
+	exit 1
+}
+
+# need_go fails clearly when the go command is missing or too old for go.mod.
+need_go() {
+	if ! command -v go >/dev/null 2>&1; then
+		die "the 'go' command is not installed or not on PATH. sshfsm needs Go $(go_wanted) or newer:
+       install it from https://go.dev/dl/ (e.g. into /usr/local/go) and add /usr/local/go/bin to PATH."
+	fi
+}
+
+# go_wanted prints the Go version go.mod asks for.
+go_wanted() { awk '$1 == "go" { print $2; exit }' go.mod 2>/dev/null || echo "1.26"; }
+
+# ensure_packages installs the Debian packages given that are not installed
+# yet: directly as root, through sudo otherwise. apt-get update runs at most
+# once per script run.
+ensure_packages() {
+	local missing=() p
+	for p in "$@"; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			missing+=("$p")
+		fi
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	command -v apt-get >/dev/null 2>&1 ||
+		die "missing packages: ${missing[*]}; this script installs them only on Debian/Ubuntu (apt-get)"
+	local sudo=()
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null 2>&1 ||
+			die "missing packages: ${missing[*]}; run as root or install sudo"
+		sudo=(sudo)
+	fi
+	say "installing ${missing[*]}"
+	if [ -z "${SSHFSM_APT_UPDATED:-}" ]; then
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
+			die "apt-get update failed"
+		export SSHFSM_APT_UPDATED=1
+	fi
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+		die "apt-get install ${missing[*]} failed"
+}
+
+# ensure_fuse fails clearly when FUSE mounts are impossible on this machine.
+ensure_fuse() {
+	[ -c /dev/fuse ] ||
+		die "/dev/fuse is missing: load the fuse module (modprobe fuse) or, in a container, pass --device /dev/fuse"
+	command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 not found even after installing fuse3"
+}
+
+# sshfsm_mounts prints the mount points of all fuse.sshfsm mounts.
+sshfsm_mounts() {
+	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i+1) == "fuse.sshfsm") print $5; break } }' /proc/self/mountinfo
+}
+
+# test_procs prints "pid cmdline" of sshd, ssh, sftp-server and sshfsm
+# processes that belong to test runs: marked by the tests' environment
+# variable, or an sshd serving a testenv configuration.
+test_procs() {
+	local d pid comm cmd
+	for d in /proc/[0-9]*; do
+		pid=${d#/proc/}
+		comm=$(cat "$d/comm" 2>/dev/null) || continue
+		case $comm in sshd | sshd-session | sshd-auth | ssh | sftp-server | sshfsm) ;; *) continue ;; esac
+		[ "$(awk '{ print $3 }' "$d/stat" 2>/dev/null)" = Z ] && continue
+		cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+		if tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -q '^SSHFSM_TESTENV_RUN=' ||
+			[[ $cmd == *sshfsm-testenv-* ]] || [ "$comm" = sshfsm ]; then
+			printf '%s %s\n' "$pid" "$cmd"
+		fi
+	done
+}
