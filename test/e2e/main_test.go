@@ -25,7 +25,7 @@ const binEnv = "SSHFSM_E2E_BIN"
 
 func TestMain(m *testing.M) {
 	if helperMain() {
-		return
+		os.Exit(0)
 	}
 	testenv.Main(m)
 }

@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/netproxy"
+	"sshfsm/internal/testenv"
+)
+
+// proxied starts a proxy in front of h and writes an ssh config whose alias
+// reaches h through it while still verifying h's host key.
+func proxied(t *testing.T, h *testenv.Host) (*netproxy.Proxy, []string, string) {
+	t.Helper()
+	p, err := netproxy.Listen("127.0.0.1:0", net.JoinHostPort(h.Addr, strconv.Itoa(h.Port)), netproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	const alias = "sshfsm-test-proxied"
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	lines := []string{
+		"Host " + alias,
+		"\tHostName 127.0.0.1",
+		"\tPort " + strconv.Itoa(p.Port()),
+		// known_hosts names the key by sshd's own address and port.
+		"\tHostKeyAlias [" + h.Addr + "]:" + strconv.Itoa(h.Port),
+		"\tStrictHostKeyChecking yes",
+		"\tUser " + h.User,
+		"\tIdentityFile " + h.IdentityFile,
+		"\tIdentitiesOnly yes",
+		"\tIdentityAgent none",
+		"\tUserKnownHostsFile " + h.KnownHosts,
+		"\tGlobalKnownHostsFile /dev/null",
+		"\tUpdateHostKeys no",
+		"\tCheckHostIP no",
+		"\tBatchMode yes",
+		"\tControlMaster no",
+		"\tControlPath none",
+		"\tConnectTimeout 10",
+		"\tLogLevel ERROR",
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, []string{"-F", cfg}, alias + ":" + h.Dir
+}
+
+// TestBlackhole cuts the link silently (nothing answers, nothing closes):
+// calls must fail within the timeout, blocked calls must yield to SIGINT,
+// and the same mount must work again once the link is back.
+func TestBlackhole(t *testing.T) {
+	const timeout = 5 * time.Second
+	h := testenv.StartHost(t, "127.0.0.2")
+	p, sshArgs, dest := proxied(t, h)
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=5", "reconnect"}})
+
+	if err := os.WriteFile(m.Path("before"), []byte("written before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"cat-me", "read-me"} {
+		if err := os.WriteFile(h.Dir+"/"+name, []byte("served by "+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	p.Blackhole(true)
+	t.Cleanup(func() { p.Blackhole(false) })
+
+	t.Run("StatFailsWithinTimeout", func(t *testing.T) {
+		start := time.Now()
+		var err error
+		within(t, 60*time.Second, "stat on a black-holed mount", func() error {
+			_, err = os.Stat(m.Path("never-seen"))
+			return nil
+		})
+		took := time.Since(start)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stat = %v, want an error other than ENOENT (the server cannot be asked)", err)
+		}
+		if took > timeout+2*time.Second {
+			t.Errorf("stat returned after %v, want at most timeout+2s = %v", took, timeout+2*time.Second)
+		}
+		t.Logf("stat returned %v after %v", err, took)
+	})
+
+	t.Run("SIGINTStopsBlockedCat", func(t *testing.T) {
+		cmd := exec.Command("cat", m.Path("cat-me"))
+		status, after := interrupt(t, cmd, nil)
+		ws, _ := status.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+			t.Errorf("cat ended with %v, want death by SIGINT", status)
+		}
+		if after > 2*time.Second {
+			t.Errorf("cat ended %v after SIGINT, want within 2s", after)
+		}
+	})
+
+	t.Run("SIGINTGivesEINTR", func(t *testing.T) {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), helperEnv+"="+m.Path("read-me"))
+		var out strings.Builder
+		status, after := interrupt(t, cmd, &out)
+		if !status.Success() {
+			t.Errorf("reader helper ended with %v", status)
+		}
+		got := strings.TrimSpace(out.String())
+		if !strings.HasSuffix(got, "open: EINTR") && !strings.HasSuffix(got, "read: EINTR") {
+			t.Errorf("reader helper printed %q, want its open or read to fail with EINTR", got)
+		}
+		if after > 2*time.Second {
+			t.Errorf("reader ended %v after SIGINT, want within 2s", after)
+		}
+	})
+
+	p.Blackhole(false)
+	eventually(t, 30*time.Second, "using the mount after the link is back", func() error {
+		if err := os.WriteFile(m.Path("after"), []byte("written after"), 0o644); err != nil {
+			return err
+		}
+		for name, want := range map[string]string{
+			"before": "written before", "after": "written after",
+			"cat-me": "served by cat-me", "read-me": "served by read-me",
+		} {
+			got, err := os.ReadFile(m.Path(name))
+			if err != nil {
+				return err
+			}
+			if string(got) != want {
+				return fmt.Errorf("%s = %q, want %q", name, got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// interrupt starts cmd, checks that it is still blocked after a second,
+// sends SIGINT and waits (at most 30s) for it to end. It returns how it
+// ended and how long after the signal.
+func interrupt(t *testing.T, cmd *exec.Cmd, out *strings.Builder) (*os.ProcessState, time.Duration) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if out != nil {
+				out.WriteString(sc.Text() + "\n")
+			}
+		}
+		cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatalf("%s ended before the signal (%v): the call did not block on the black-holed link", cmd, cmd.ProcessState)
+	case <-time.After(time.Second):
+	}
+	sent := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		return cmd.ProcessState, time.Since(sent)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s still runs 30s after SIGINT", cmd)
+	}
+	return nil, 0
+}
