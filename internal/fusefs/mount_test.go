@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 	"sshfsm/internal/testenv"
+	"sshfsm/internal/transport"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -49,7 +51,12 @@ func mountWith(t *testing.T, o Options, wrap func(remote.Remote) remote.Remote) 
 		t.Fatalf("Mount: %v", err)
 	}
 	tm.srv = srv
-	t.Cleanup(func() { tm.unmount(t) })
+	t.Cleanup(func() {
+		tm.unmount(t)
+		if t.Failed() {
+			t.Logf("filesystem log:\n%s", tm.logs)
+		}
+	})
 	return tm
 }
 
@@ -93,8 +100,21 @@ func (l *logBuf) String() string {
 
 var _ io.Writer = (*logBuf)(nil)
 
+// newRemote serves dir through the real transport over an in-process
+// SFTP server.
 func newRemote(t *testing.T, dir string) remote.Remote {
-	return localRemote{root: dir}
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := transport.Dial(ctx, transport.Options{
+		Host: "inprocess", Dir: dir, Conns: 2,
+		Dialer: testenv.SFTPDialer(dir),
+	})
+	if err != nil {
+		t.Fatalf("transport.Dial: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h.Remote()
 }
 
 func mustWrite(t *testing.T, p string, data []byte) {

@@ -1,0 +1,55 @@
+package fusefs
+
+import (
+	"context"
+	"sync/atomic"
+
+	"sshfsm/internal/remote"
+)
+
+// hookRemote counts calls and lets a test replace some of them.
+type hookRemote struct {
+	remote.Remote
+	readDirs, lstats, reads atomic.Int64
+
+	lstat   func(ctx context.Context, p string) (remote.Attr, error)
+	writeAt func(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+func (h *hookRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
+	h.readDirs.Add(1)
+	return h.Remote.ReadDir(ctx, p)
+}
+
+func (h *hookRemote) Lstat(ctx context.Context, p string) (remote.Attr, error) {
+	h.lstats.Add(1)
+	if h.lstat != nil {
+		return h.lstat(ctx, p)
+	}
+	return h.Remote.Lstat(ctx, p)
+}
+
+func (h *hookRemote) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
+	f, err := h.Remote.Open(ctx, p, flags, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &hookFile{File: f, h: h}, nil
+}
+
+type hookFile struct {
+	remote.File
+	h *hookRemote
+}
+
+func (f *hookFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.h.reads.Add(1)
+	return f.File.ReadAt(ctx, p, off)
+}
+
+func (f *hookFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if f.h.writeAt != nil {
+		return f.h.writeAt(ctx, p, off)
+	}
+	return f.File.WriteAt(ctx, p, off)
+}

@@ -1,0 +1,267 @@
+package fusefs
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestErrnos checks the errno of each failing operation.
+func TestErrnos(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	mustWrite(t, tm.path("file"), []byte("x"))
+	mustWrite(t, tm.path("other"), []byte("y"))
+	if err := os.MkdirAll(tm.path("dir/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(tm.path("empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 256)
+	buf := make([]byte, 64)
+	cases := []struct {
+		name string
+		op   func() error
+		want syscall.Errno
+	}{
+		{"mkdir existing", func() error { return syscall.Mkdir(tm.path("dir"), 0o755) }, syscall.EEXIST},
+		{"create O_EXCL existing", func() error {
+			fd, err := syscall.Open(tm.path("file"), syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY, 0o644)
+			if err == nil {
+				syscall.Close(fd)
+			}
+			return err
+		}, syscall.EEXIST},
+		{"rmdir non-empty", func() error { return syscall.Rmdir(tm.path("dir")) }, syscall.ENOTEMPTY},
+		{"rmdir file", func() error { return syscall.Rmdir(tm.path("file")) }, syscall.ENOTDIR},
+		{"unlink dir", func() error { return syscall.Unlink(tm.path("empty")) }, syscall.EISDIR},
+		{"open dir for write", func() error { _, err := syscall.Open(tm.path("dir"), syscall.O_WRONLY, 0); return err }, syscall.EISDIR},
+		{"lookup below file", func() error { var st syscall.Stat_t; return syscall.Lstat(tm.path("file/x"), &st) }, syscall.ENOTDIR},
+		{"stat missing", func() error { var st syscall.Stat_t; return syscall.Lstat(tm.path("nope"), &st) }, syscall.ENOENT},
+		{"unlink missing", func() error { return syscall.Unlink(tm.path("nope")) }, syscall.ENOENT},
+		{"rename over non-empty dir", func() error { return syscall.Rename(tm.path("empty"), tm.path("dir")) }, syscall.ENOTEMPTY},
+		{"rename exchange", func() error {
+			return unix.Renameat2(unix.AT_FDCWD, tm.path("file"), unix.AT_FDCWD, tm.path("other"), unix.RENAME_EXCHANGE)
+		}, syscall.EINVAL},
+		{"rename noreplace existing", func() error {
+			return unix.Renameat2(unix.AT_FDCWD, tm.path("file"), unix.AT_FDCWD, tm.path("other"), unix.RENAME_NOREPLACE)
+		}, syscall.EEXIST},
+		{"name too long", func() error { return syscall.Mkdir(tm.path(long), 0o755) }, syscall.ENAMETOOLONG},
+		{"mknod fifo", func() error { return syscall.Mknod(tm.path("fifo"), syscall.S_IFIFO|0o644, 0) }, syscall.EPERM},
+		{"getxattr", func() error { _, err := unix.Getxattr(tm.path("file"), "user.a", buf); return err }, syscall.ENODATA},
+		{"setxattr", func() error { return unix.Setxattr(tm.path("file"), "user.a", []byte("v"), 0) }, syscall.ENOTSUP},
+		{"removexattr", func() error { return unix.Removexattr(tm.path("file"), "user.a") }, syscall.ENOTSUP},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.op(); err != c.want {
+				t.Errorf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+	if n, err := unix.Listxattr(tm.path("file"), buf); err != nil || n != 0 {
+		t.Errorf("listxattr = %d, %v; want 0, nil", n, err)
+	}
+	// NOREPLACE onto a free name works.
+	if err := unix.Renameat2(unix.AT_FDCWD, tm.path("other"), unix.AT_FDCWD, tm.path("free"), unix.RENAME_NOREPLACE); err != nil {
+		t.Errorf("rename noreplace to a free name: %v", err)
+	}
+	if err := syscall.Mknod(tm.path("reg"), syscall.S_IFREG|0o600, 0); err != nil {
+		t.Errorf("mknod regular: %v", err)
+	} else if fi, err := os.Stat(filepath.Join(tm.dir, "reg")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("mknod regular on the remote: %v %v", fi, err)
+	}
+}
+
+// TestReadOnly checks that every modification fails with EROFS.
+func TestReadOnly(t *testing.T) {
+	o := defaultOpts()
+	o.ReadOnly = true
+	tm := mountWith(t, o, nil)
+	if err := os.WriteFile(filepath.Join(tm.dir, "file"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(tm.dir, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]func() error{
+		"create":   func() error { return os.WriteFile(tm.path("new"), nil, 0o644) },
+		"open rw":  func() error { f, err := os.OpenFile(tm.path("file"), os.O_RDWR, 0); f.Close(); return err },
+		"mkdir":    func() error { return syscall.Mkdir(tm.path("d2"), 0o755) },
+		"unlink":   func() error { return syscall.Unlink(tm.path("file")) },
+		"rmdir":    func() error { return syscall.Rmdir(tm.path("dir")) },
+		"rename":   func() error { return syscall.Rename(tm.path("file"), tm.path("f2")) },
+		"chmod":    func() error { return syscall.Chmod(tm.path("file"), 0o600) },
+		"truncate": func() error { return syscall.Truncate(tm.path("file"), 0) },
+		"symlink":  func() error { return syscall.Symlink("file", tm.path("l")) },
+		"link":     func() error { return syscall.Link(tm.path("file"), tm.path("l2")) },
+	}
+	for name, op := range ops {
+		if err := op(); !errors.Is(err, syscall.EROFS) {
+			t.Errorf("%s: got %v, want EROFS", name, err)
+		}
+	}
+	if got, err := os.ReadFile(tm.path("file")); err != nil || string(got) != "data" {
+		t.Errorf("read: %q, %v", got, err)
+	}
+}
+
+// TestLargeSparse writes past 4 GiB and reads the hole and the data back.
+func TestLargeSparse(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	const off = 5<<30 + 123
+	f, err := os.Create(tm.path("big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("tail"), off); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != off+4 {
+		t.Errorf("fstat before close: %v %v, want size %d", fi.Size(), err, off+4)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.Open(tm.path("big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	buf := make([]byte, 16)
+	if _, err := g.ReadAt(buf, off-12); err != nil {
+		t.Fatal(err)
+	}
+	if want := append(make([]byte, 12), "tail"...); !bytes.Equal(buf, want) {
+		t.Errorf("read %q, want %q", buf, want)
+	}
+	if fi, err := os.Stat(filepath.Join(tm.dir, "big")); err != nil || fi.Size() != off+4 {
+		t.Errorf("remote size %v %v", fi.Size(), err)
+	}
+}
+
+// TestMmap writes through a shared writable mapping and reads it back.
+func TestMmap(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	const size = 3 * 4096
+	mustWrite(t, tm.path("m"), make([]byte, size))
+	f, err := os.OpenFile(tm.path("m"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	copy(mem[4096:], "hello mmap")
+	if err := unix.Msync(mem, unix.MS_SYNC); err != nil {
+		t.Errorf("msync: %v", err)
+	}
+	if err := unix.Munmap(mem); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	got, err := os.ReadFile(filepath.Join(tm.dir, "m"))
+	if err != nil || string(got[4096:4106]) != "hello mmap" {
+		t.Errorf("remote content %q %v", got[4096:4106], err)
+	}
+	g, err := os.Open(tm.path("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	rm, err := unix.Mmap(int(g.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(rm)
+	if string(rm[4096:4106]) != "hello mmap" {
+		t.Errorf("mmap read %q", rm[4096:4106])
+	}
+}
+
+// TestUnlinkWhileOpen reads a file after its name is gone.
+func TestUnlinkWhileOpen(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	mustWrite(t, tm.path("f"), []byte("still here"))
+	f, err := os.Open(tm.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Remove(tm.path("f")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(tm.path("f")); !os.IsNotExist(err) {
+		t.Errorf("lstat after unlink: %v", err)
+	}
+	buf := make([]byte, 64)
+	n, err := f.ReadAt(buf, 0)
+	if string(buf[:n]) != "still here" {
+		t.Errorf("read after unlink: %q %v", buf[:n], err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || st.Nlink != 0 || st.Size != 10 {
+		t.Errorf("fstat after unlink: nlink %d size %d %v", st.Nlink, st.Size, err)
+	}
+	// A new file under the old name is a different inode.
+	mustWrite(t, tm.path("f"), []byte("new"))
+	var st2 syscall.Stat_t
+	if err := syscall.Stat(tm.path("f"), &st2); err != nil || st2.Ino == st.Ino {
+		t.Errorf("new file ino %d, old %d, %v", st2.Ino, st.Ino, err)
+	}
+}
+
+// TestInodeStable checks inode numbers across rename, of files and of
+// files inside a renamed directory, and across remounts.
+func TestInodeStable(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	ino := func(p string) uint64 {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Lstat(tm.path(p), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	if err := os.Mkdir(tm.path("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, tm.path("d/f"), []byte("x"))
+	mustWrite(t, tm.path("a"), []byte("x"))
+	ia, idir, ifile := ino("a"), ino("d"), ino("d/f")
+	if err := os.Rename(tm.path("a"), tm.path("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := ino("b"); got != ia {
+		t.Errorf("renamed file: ino %d, want %d", got, ia)
+	}
+	mustWrite(t, tm.path("a"), []byte("new"))
+	if ino("a") == ia {
+		t.Errorf("new file at old name reuses ino %d", ia)
+	}
+	if err := os.Rename(tm.path("d"), tm.path("e")); err != nil {
+		t.Fatal(err)
+	}
+	if got := ino("e"); got != idir {
+		t.Errorf("renamed dir: ino %d, want %d", got, idir)
+	}
+	if got := ino("e/f"); got != ifile {
+		t.Errorf("file in renamed dir: ino %d, want %d", got, ifile)
+	}
+	// Paths never renamed get the same numbers on every mount.
+	tm2 := mountWith(t, defaultOpts(), nil)
+	mustWrite(t, tm2.path("a"), nil)
+	var st syscall.Stat_t
+	if err := syscall.Lstat(tm2.path("a"), &st); err != nil || st.Ino != hashIno("a") {
+		t.Errorf("ino of a on a second mount: %d, want %d", st.Ino, hashIno("a"))
+	}
+}
