@@ -87,15 +87,15 @@ func (o Option) Usage() string {
 	return n
 }
 
-// flag declares an option without value.
-func flag(name string, sec Section, help string, set func(*Config)) Option {
+// flagOpt declares an option without value.
+func flagOpt(name string, sec Section, help string, set func(*Config)) Option {
 	return Option{Name: name, Section: sec, Help: help,
 		apply: func(c *Config, _ string) error { set(c); return nil }}
 }
 
 // ignored declares an option without value that has no effect.
 func ignored(name string, sec Section, help string) Option {
-	return flag(name, sec, help, func(*Config) {})
+	return flagOpt(name, sec, help, func(*Config) {})
 }
 
 // intOpt declares an integer option within [lo, hi].
@@ -163,7 +163,7 @@ func stringOpt(name, arg, def string, sec Section, help string, set func(*Config
 
 // enumOpt declares a value from a fixed list.
 func enumOpt(name, def string, values []string, sec Section, help string, set func(*Config, string)) Option {
-	return Option{Name: name, Arg: strings.ToUpper(name), Values: values, Default: def,
+	return Option{Name: name, Arg: strings.Join(values, "|"), Values: values, Default: def,
 		Section: sec, Help: help,
 		apply: func(c *Config, v string) error {
 			for _, ok := range values {

@@ -47,7 +47,9 @@ func writeItem(b *strings.Builder, name, help string) {
 	if len(head) < col-1 {
 		lines[0] = head + lines[0][len(head):]
 	} else {
-		b.WriteString(head + "\n")
+		for _, l := range wrap(name, "    ", 79) {
+			b.WriteString(l + "\n")
+		}
 	}
 	for _, l := range lines {
 		b.WriteString(l + "\n")

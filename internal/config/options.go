@@ -40,10 +40,10 @@ func connectionOptions() []Option {
 		secondsOpt("timeout", "30", s, true,
 			"Limit of every request to the server; when it passes, the operation fails with an I/O error instead of hanging and the channel is replaced.",
 			func(c *Config, d time.Duration) { c.SSH.Timeout = d }),
-		withDefault(flag("reconnect", s,
+		withDefault(flagOpt("reconnect", s,
 			"Reconnect to the server when a channel breaks (default).",
 			func(c *Config) { c.SSH.Reconnect = true }), "on"),
-		flag("noreconnect", s,
+		flagOpt("noreconnect", s,
 			"Do not reconnect: once the connection is lost, operations fail.",
 			func(c *Config) { c.SSH.Reconnect = false }),
 	}
@@ -65,14 +65,14 @@ func sshOptions() []Option {
 func mountOptions() []Option {
 	s := SecMount
 	return []Option{
-		flag("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root).",
+		flagOpt("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root).",
 			func(c *Config) { c.FUSE.AllowOther = true }),
-		flag("allow_root", s, "Allow root, besides the mounting user, to access the mount.",
+		flagOpt("allow_root", s, "Allow root, besides the mounting user, to access the mount.",
 			func(c *Config) { c.FUSE.AllowRoot = true }),
-		flag("default_permissions", s, "Let the kernel check permissions from the file modes before asking the server.",
+		flagOpt("default_permissions", s, "Let the kernel check permissions from the file modes before asking the server.",
 			func(c *Config) { c.FUSE.DefaultPermissions = true }),
-		flag("ro", s, "Mount read-only.", func(c *Config) { c.FUSE.ReadOnly = true }),
-		flag("rw", s, "Mount read-write (default).", func(c *Config) { c.FUSE.ReadOnly = false }),
+		flagOpt("ro", s, "Mount read-only.", func(c *Config) { c.FUSE.ReadOnly = true }),
+		flagOpt("rw", s, "Mount read-write (default).", func(c *Config) { c.FUSE.ReadOnly = false }),
 		idOpt("uid", s, "Show every file as owned by user id N.",
 			func(c *Config, n uint32) { c.FUSE.UID = &n }),
 		idOpt("gid", s, "Show every file as owned by group id N.",
@@ -83,13 +83,13 @@ func mountOptions() []Option {
 			func(c *Config, v string) error { c.FUSE.FsName = v; return nil }),
 		stringOpt("subtype", "TYPE", "sshfsm", s, "Filesystem subtype: mount tables show fuse.TYPE.",
 			func(c *Config, v string) error { c.FUSE.Subtype = v; return nil }),
-		flag("kernel_cache", s, "Keep file contents in the kernel page cache across opens, even if the file changed on the server.",
+		flagOpt("kernel_cache", s, "Keep file contents in the kernel page cache across opens, even if the file changed on the server.",
 			func(c *Config) { c.FUSE.KernelCache = true }),
-		flag("direct_io", s, "Bypass the kernel page cache: every read and write goes to the server.",
+		flagOpt("direct_io", s, "Bypass the kernel page cache: every read and write goes to the server.",
 			func(c *Config) { c.FUSE.DirectIO = true }),
 		intOpt("max_write", "BYTES", "1048576", s, 4096, 1<<20, "Largest write the kernel sends in one request.",
 			func(c *Config, n int) { c.FUSE.MaxWrite = n }),
-		flag("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
+		flagOpt("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
 			func(c *Config) { c.Debug = true; c.Foreground = true }),
 	}
 }
@@ -113,13 +113,13 @@ func cacheOptions() []Option {
 func symlinkOptions() []Option {
 	s := SecSymlinks
 	return []Option{
-		flag("follow_symlinks", s, "Follow symbolic links on the server: they appear as the files they point to.",
+		flagOpt("follow_symlinks", s, "Follow symbolic links on the server: they appear as the files they point to.",
 			func(c *Config) { c.Symlinks.Follow = true }),
-		flag("transform_symlinks", s, "Rewrite absolute symbolic links that point inside the mounted directory into relative ones.",
+		flagOpt("transform_symlinks", s, "Rewrite absolute symbolic links that point inside the mounted directory into relative ones.",
 			func(c *Config) { c.Symlinks.Transform = true }),
-		withDefault(flag("contain_symlinks", s, "Refuse to follow symbolic links that lead outside the mount (default).",
+		withDefault(flagOpt("contain_symlinks", s, "Refuse to follow symbolic links that lead outside the mount (default).",
 			func(c *Config) { c.Symlinks.Contain = true }), "on"),
-		withAliases(flag("nocontain_symlinks", s, "Show every symbolic link target as the server stores it.",
+		withAliases(flagOpt("nocontain_symlinks", s, "Show every symbolic link target as the server stores it.",
 			func(c *Config) { c.Symlinks.Contain = false }), "no_contain_symlinks"),
 	}
 }

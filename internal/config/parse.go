@@ -123,10 +123,13 @@ func applyOptions(c *Config, list string) error {
 // applyOne applies one name[=value] mount option or ssh keyword.
 func applyOne(c *Config, item string) error {
 	name, val, hasVal := strings.Cut(item, "=")
-	if o, ok := lookup(Options(), name); ok {
+	o, declared := lookup(Options(), name)
+	key, isSSH := sshKeyword(name)
+	// "user" is a mount(8) flag; "user=bob" is the ssh keyword User.
+	if declared && !(isSSH && hasVal && !o.HasValue()) {
 		return applyDeclared(c, o, name, val, hasVal)
 	}
-	if key, ok := sshKeyword(name); ok {
+	if isSSH {
 		if !hasVal || val == "" {
 			return Errorf(ExitUsage, "ssh option %s needs a value (-o %s=VALUE)", key, key)
 		}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/config"
+	"sshfsm/internal/fusefs"
+	"sshfsm/internal/idmap"
+	"sshfsm/internal/namespace"
+	"sshfsm/internal/transport"
+)
+
+// mounted is a live mount: the connection and the FUSE server.
+type mounted struct {
+	mountpoint string
+	host       *transport.Host
+	server     *fuse.Server
+	log        *slog.Logger
+}
+
+// mount checks the mountpoint, connects, mounts and verifies that the mount
+// answers. Its errors are *config.Error with the matching exit code.
+func mount(cfg *config.Config, log *slog.Logger) (*mounted, error) {
+	mp, err := checkMountpoint(cfg.Mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := absolutize(cfg); err != nil {
+		return nil, err
+	}
+	ids, err := fileIDMap(cfg.IDMap)
+	if err != nil {
+		return nil, err
+	}
+	b := cfg.Branches[0]
+	host, err := transport.Dial(context.Background(), transportOptions(cfg, b, log))
+	if err != nil {
+		return nil, dialError(b, err)
+	}
+	if cfg.IDMap.Mode == config.IDMapUser {
+		ids = userIDMap(host)
+	}
+	fo := fsOptions(cfg, ids, log)
+	fo.MountPrefix = host.Root()
+	srv, err := fusefs.Mount(mp, namespace.Single(host.Remote()), fo, mountOptions(cfg, b))
+	if err != nil {
+		host.Close()
+		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
+	}
+	m := &mounted{mountpoint: mp, host: host, server: srv, log: log}
+	if err := verify(mp, cfg.SSH.Timeout); err != nil {
+		m.unmount()
+		m.host.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// absolutize makes the paths that ssh reads later independent of the
+// working directory, which a background sshfsm leaves.
+func absolutize(cfg *config.Config) error {
+	if cfg.SSH.ConfigFile == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(cfg.SSH.ConfigFile)
+	if err != nil {
+		return config.Errorf(config.ExitUsage, "ssh config file %s: %v", cfg.SSH.ConfigFile, err)
+	}
+	cfg.SSH.ConfigFile = abs
+	return nil
+}
+
+func transportOptions(cfg *config.Config, b config.Branch, log *slog.Logger) transport.Options {
+	return transport.Options{
+		Host:       b.Host,
+		User:       b.User,
+		Port:       cfg.SSH.Port,
+		Dir:        b.Dir,
+		SSHCommand: cfg.SSH.Command,
+		SSHArgs:    cfg.SSH.Args(),
+		SFTPServer: cfg.SSH.SFTPServer,
+		DirectPort: cfg.SSH.DirectPort,
+		Conns:      cfg.SSH.MaxConns,
+		Timeout:    cfg.SSH.Timeout,
+		Reconnect:  cfg.SSH.Reconnect,
+		Logger:     log,
+		Dialer:     directDialer(b.Host, cfg.SSH.DirectPort),
+	}
+}
+
+// directDialer connects with plain TCP to an sftp-server at host:port
+// (directport=); nil when port is 0.
+func directDialer(host string, port int) func(context.Context) (io.ReadCloser, io.WriteCloser, error) {
+	if port == 0 {
+		return nil
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	return func(ctx context.Context) (io.ReadCloser, io.WriteCloser, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return conn, conn, nil
+	}
+}
+
+func fsOptions(cfg *config.Config, ids fusefs.IDMapper, log *slog.Logger) fusefs.Options {
+	return fusefs.Options{
+		AttrTimeout:       cfg.Cache.AttrTimeout,
+		EntryTimeout:      cfg.Cache.EntryTimeout,
+		NegativeTimeout:   cfg.Cache.NegativeTimeout,
+		DirCacheTimeout:   cfg.Cache.DirCacheTimeout,
+		KernelCache:       cfg.FUSE.KernelCache,
+		DirectIO:          cfg.FUSE.DirectIO,
+		ReadOnly:          cfg.FUSE.ReadOnly,
+		UID:               cfg.FUSE.UID,
+		GID:               cfg.FUSE.GID,
+		Umask:             cfg.FUSE.Umask,
+		IDMap:             ids,
+		FollowSymlinks:    cfg.Symlinks.Follow,
+		TransformSymlinks: cfg.Symlinks.Transform,
+		ContainSymlinks:   cfg.Symlinks.Contain,
+		Logger:            log,
+	}
+}
+
+func mountOptions(cfg *config.Config, b config.Branch) fusefs.MountOptions {
+	name := cfg.FUSE.FsName
+	if name == "" {
+		name = b.Spec
+	}
+	return fusefs.MountOptions{
+		FsName:             name,
+		Subtype:            cfg.FUSE.Subtype,
+		AllowOther:         cfg.FUSE.AllowOther,
+		AllowRoot:          cfg.FUSE.AllowRoot,
+		DefaultPermissions: cfg.FUSE.DefaultPermissions,
+		Debug:              cfg.Debug,
+		MaxWrite:           cfg.FUSE.MaxWrite,
+	}
+}
+
+// fileIDMap builds the idmap=file translation; nil for the other modes.
+func fileIDMap(o config.IDMap) (fusefs.IDMapper, error) {
+	if o.Mode != config.IDMapFile {
+		return nil, nil
+	}
+	m, err := idmap.Files(idmap.FileOptions{UIDFile: o.UIDFile, GIDFile: o.GIDFile,
+		Ignore: o.NoMapOK, Names: idmap.SystemNames()})
+	if err != nil {
+		return nil, config.Errorf(config.ExitUsage, "idmap: %v", err)
+	}
+	return m, nil
+}
+
+// userIDMap swaps the remote user's ids with ours (idmap=user).
+func userIDMap(host *transport.Host) fusefs.IDMapper {
+	uid, gid, ok := host.RemoteUser()
+	if !ok {
+		return nil
+	}
+	return idmap.User(uid, gid, uint32(os.Getuid()), uint32(os.Getgid()))
+}
+
+// dialError turns a failed connection into the message and exit code of its
+// kind.
+func dialError(b config.Branch, err error) error {
+	detail := err.Error()
+	var de *transport.DialError
+	if errors.As(err, &de) && de.Detail != "" {
+		detail = de.Detail
+	}
+	dest := b.Spec
+	switch {
+	case errors.Is(err, transport.ErrUnreachable):
+		return config.Errorf(config.ExitConnect, "cannot connect to %s: %s", b.Host, detail)
+	case errors.Is(err, transport.ErrAuth) && detail == "host key verification failed":
+		return config.Errorf(config.ExitAuth, "host key verification failed for %s", b.Host)
+	case errors.Is(err, transport.ErrAuth):
+		return config.Errorf(config.ExitAuth, "authentication to %s failed: %s", b.Host, detail)
+	case errors.Is(err, transport.ErrNoDir):
+		return config.Errorf(config.ExitRemoteDir, "remote directory %s does not exist", dest)
+	case errors.Is(err, transport.ErrNotDir):
+		return config.Errorf(config.ExitRemoteDir, "remote path %s is not a directory", dest)
+	}
+	return config.Errorf(config.ExitConnect, "ssh to %s failed: %s", b.Host, detail)
+}
+
+// verify checks that the mount answers a stat of its root within timeout.
+func verify(mp string, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		fi, err := os.Stat(mp)
+		if err == nil && !fi.IsDir() {
+			err = fmt.Errorf("root is not a directory")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return config.Errorf(config.ExitMount, "mount at %s does not answer: %v", mp, err)
+		}
+		return nil
+	case <-time.After(timeout):
+		return config.Errorf(config.ExitMount, "mount at %s did not answer within %v", mp, timeout)
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"sshfsm/internal/config"
+)
+
+// checkMountpoint returns the absolute, symlink-free mountpoint, or an
+// ExitMountpoint error when it is missing, not a directory, or already a
+// mountpoint. A non-empty directory is fine.
+func checkMountpoint(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s: %v", p, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		return "", config.Errorf(config.ExitMountpoint,
+			"mountpoint %s is a dead mount (transport endpoint is not connected); run fusermount3 -u %s", p, abs)
+	case errors.Is(err, os.ErrNotExist):
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s does not exist", p)
+	case err != nil:
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s: %v", p, unwrapPath(err))
+	case !fi.IsDir():
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s is not a directory", p)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s: %v", p, unwrapPath(err))
+	}
+	if fstype, ok := mountedAt(real); ok {
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s is already a mountpoint (%s)", p, fstype)
+	}
+	return real, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// mountedAt reports whether dir is a mountpoint in /proc/self/mountinfo,
+// with the type of the filesystem mounted there.
+func mountedAt(dir string) (fstype string, ok bool) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - type source super
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 || unescapeMountinfo(fields[4]) != dir {
+			continue
+		}
+		fstype = "unknown type"
+		for i, fld := range fields {
+			if fld == "-" && i+1 < len(fields) {
+				fstype = fields[i+1]
+			}
+		}
+		return fstype, true
+	}
+	return "", false
+}
+
+// unescapeMountinfo decodes the \ooo octal escapes of mountinfo paths.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"sshfsm/internal/config"
+)
+
+// version is the release of this build; -ldflags "-X main.version=..." sets it.
+var version = "0.1.0-dev"
+
+// run is the whole command; it returns the exit status.
+func run(args []string) config.ExitCode {
+	if isDaemonChild() {
+		return runDaemonChild(args)
+	}
+	cfg, err := config.Parse(args)
+	if err != nil {
+		return fail(os.Stderr, err)
+	}
+	switch cfg.Action {
+	case config.ActionHelp:
+		io.WriteString(os.Stdout, config.Help())
+		return config.ExitOK
+	case config.ActionVersion:
+		io.WriteString(os.Stdout, versionText())
+		return config.ExitOK
+	case config.ActionMan:
+		io.WriteString(os.Stdout, config.ManPage())
+		return config.ExitOK
+	}
+	if cfg.Foreground {
+		return runForeground(cfg)
+	}
+	return runDaemonParent(args)
+}
+
+// fail prints err as the one line sshfsm reports and returns its exit code.
+func fail(w io.Writer, err error) config.ExitCode {
+	fmt.Fprintf(w, "sshfsm: %s\n", oneLine(err.Error()))
+	return config.CodeOf(err)
+}
+
+// oneLine folds a message onto a single line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\r", "")), " ")
+}
+
+// runForeground mounts and serves until unmounted or signalled.
+func runForeground(cfg *config.Config) config.ExitCode {
+	log := newLogger(os.Stderr, cfg.Debug)
+	sigs := notifySignals(true)
+	m, err := mount(cfg, log)
+	if err != nil {
+		return fail(os.Stderr, err)
+	}
+	m.serve(sigs)
+	return config.ExitOK
+}
+
+func newLogger(w io.Writer, debug bool) *slog.Logger {
+	level := slog.LevelWarn
+	if debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func versionText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sshfsm version %s\n", version)
+	if info, ok := debug.ReadBuildInfo(); ok {
+		fmt.Fprintf(&b, "built with %s\n", info.GoVersion)
+		for _, d := range info.Deps {
+			if d.Path == "github.com/hanwen/go-fuse/v2" || d.Path == "github.com/pkg/sftp" {
+				fmt.Fprintf(&b, "%s %s\n", d.Path, d.Version)
+			}
+		}
+	}
+	return b.String()
+}

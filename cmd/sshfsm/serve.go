@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// notifySignals returns the signals that end a mount: SIGINT and SIGTERM,
+// and SIGHUP in the foreground (the terminal went away).
+func notifySignals(foreground bool) <-chan os.Signal {
+	sigs := make(chan os.Signal, 1)
+	list := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	if foreground {
+		list = append(list, syscall.SIGHUP)
+	}
+	signal.Notify(sigs, list...)
+	return sigs
+}
+
+// serve runs until the filesystem is unmounted from outside or a signal
+// arrives, then unmounts and closes the connection.
+func (m *mounted) serve(sigs <-chan os.Signal) {
+	done := make(chan struct{})
+	go func() {
+		m.server.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		m.log.Info("unmounted", "mountpoint", m.mountpoint)
+	case sig := <-sigs:
+		m.log.Info("unmounting", "mountpoint", m.mountpoint, "signal", sig.String())
+		m.unmount()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			m.log.Warn("requests still running after unmount; exiting", "mountpoint", m.mountpoint)
+		}
+	}
+	m.host.Close()
+}
+
+// unmount detaches the filesystem; when it is busy, it falls back to a lazy
+// unmount, which completes once the last user lets go.
+func (m *mounted) unmount() {
+	err := m.server.Unmount()
+	if err == nil {
+		return
+	}
+	m.log.Warn("unmount failed; unmounting lazily", "mountpoint", m.mountpoint, "err", err)
+	if os.Geteuid() == 0 {
+		err = syscall.Unmount(m.mountpoint, syscall.MNT_DETACH)
+	} else {
+		err = exec.Command("fusermount3", "-u", "-z", m.mountpoint).Run()
+	}
+	if err != nil {
+		m.log.Error("lazy unmount failed", "mountpoint", m.mountpoint, "err", err)
+	}
+}

@@ -1,0 +1,135 @@
+package config
+
+import (
+	"bufio"
+	"compress/gzip"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/sshfsm.1 and the README option table")
+
+func repoFile(name string) string { return filepath.Join("..", "..", name) }
+
+// TestDocs checks that the committed man page and README option table are
+// the generator's output; -update rewrites them.
+func TestDocs(t *testing.T) {
+	man := repoFile("docs/sshfsm.1")
+	readme := repoFile("README.md")
+	old, err := os.ReadFile(readme)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	newReadme, err := UpdateReadme(string(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(man, []byte(ManPage()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(readme, []byte(newReadme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	const how = "; regenerate with: go test ./internal/config -run TestDocs -update"
+	if got, err := os.ReadFile(man); err != nil || string(got) != ManPage() {
+		t.Errorf("docs/sshfsm.1 differs from sshfsm --man (err %v)%s", err, how)
+	}
+	if string(old) != newReadme {
+		t.Errorf("README.md option table is not current%s", how)
+	}
+}
+
+func TestUpdateReadme(t *testing.T) {
+	got, err := UpdateReadme("# sshfsm\n\nintro\n")
+	if err != nil || !strings.HasPrefix(got, "# sshfsm\n\nintro\n\n## Options\n\n"+ReadmeBegin+"\n") ||
+		!strings.HasSuffix(got, ReadmeEnd+"\n") {
+		t.Fatalf("appending the section: %q, %v", got, err)
+	}
+	round, err := UpdateReadme(strings.Replace(got, "| `-o ro` |", "| `-o stale` |", 1) + "tail\n")
+	if err != nil || round != got+"tail\n" {
+		t.Errorf("replacing between the markers lost or kept text: %v", err)
+	}
+	if _, err := UpdateReadme("x " + ReadmeEnd + " " + ReadmeBegin); err == nil {
+		t.Error("markers out of order: no error")
+	}
+}
+
+func TestDeclarations(t *testing.T) {
+	seen := map[string]bool{}
+	for _, o := range Options() {
+		for _, n := range append([]string{o.Name}, o.Aliases...) {
+			if seen[n] {
+				t.Errorf("option %s declared twice", n)
+			}
+			seen[n] = true
+			if _, ok := sshKeyword(n); ok && !o.Fold && o.HasValue() {
+				t.Errorf("option %s shadows an ssh keyword without Fold", n)
+			}
+		}
+		if o.Help == "" || !strings.HasSuffix(o.Help, ".") {
+			t.Errorf("option %s: help must be a sentence", o.Name)
+		}
+		if o.apply == nil {
+			t.Errorf("option %s has no setter", o.Name)
+		}
+	}
+	for _, s := range Switches() {
+		if s.Help == "" || s.apply == nil {
+			t.Errorf("switch %v is incomplete", s.Names)
+		}
+	}
+}
+
+func TestHelpFits(t *testing.T) {
+	h := Help()
+	for _, l := range strings.Split(h, "\n") {
+		if len(l) > 80 {
+			t.Errorf("help line longer than 80 columns: %q", l)
+		}
+	}
+	for _, want := range []string{"usage: sshfsm [options] [user@]host:[dir] mountpoint",
+		"-o allow_other", "-o timeout=SECONDS", "(default: 30)", "-p PORT", "--man", "Exit status:"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	for _, e := range ExitCodes() {
+		if !strings.Contains(ManPage(), e.Help[:20]) || !strings.Contains(h, e.Help[:20]) {
+			t.Errorf("exit code %d missing from help or man page", e.Code)
+		}
+	}
+}
+
+// TestSSHKeywordsCurrent checks the keyword list against the installed
+// ssh_config(5).
+func TestSSHKeywordsCurrent(t *testing.T) {
+	f, err := os.Open("/usr/share/man/man5/ssh_config.5.gz")
+	if err != nil {
+		t.Skip("ssh_config(5) is not installed")
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(z)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || fields[0] != ".It" || fields[1] != "Cm" {
+			continue
+		}
+		k := fields[2]
+		if k == "Host" || k == "Match" || k == "Include" {
+			continue
+		}
+		if _, ok := sshKeyword(strings.ToLower(k)); !ok {
+			t.Errorf("ssh_config keyword %s is not accepted", k)
+		}
+	}
+}
