@@ -12,12 +12,16 @@ type hookRemote struct {
 	remote.Remote
 	readDirs, lstats, reads atomic.Int64
 
+	readDir func(ctx context.Context, p string) ([]remote.DirEntry, error)
 	lstat   func(ctx context.Context, p string) (remote.Attr, error)
 	writeAt func(ctx context.Context, p []byte, off int64) (int, error)
 }
 
 func (h *hookRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
 	h.readDirs.Add(1)
+	if h.readDir != nil {
+		return h.readDir(ctx, p)
+	}
 	return h.Remote.ReadDir(ctx, p)
 }
 

@@ -45,6 +45,9 @@ func mountWith(t *testing.T, o Options, wrap func(remote.Remote) remote.Remote) 
 	if wrap != nil {
 		r = wrap(r)
 	}
+	if o.TransformSymlinks && o.MountPrefix == "" {
+		o.MountPrefix = tm.dir
+	}
 	o.Logger = slog.New(slog.NewTextHandler(tm.logs, nil))
 	srv, err := Mount(tm.mnt, namespace.Single(r), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
 	if err != nil {

@@ -1,0 +1,250 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/remote"
+)
+
+// TestWriteErrorAtClose checks that a failure of a pipelined write is
+// reported by a later write, fsync and close.
+func TestWriteErrorAtClose(t *testing.T) {
+	var hook *hookRemote
+	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
+		hook = &hookRemote{Remote: r}
+		return hook
+	})
+	hook.writeAt = func(ctx context.Context, p []byte, off int64) (int, error) {
+		return 0, fmt.Errorf("disk full: %w", syscall.ENOSPC)
+	}
+	f, err := os.Create(tm.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("doomed")); err != nil {
+		t.Fatalf("first write should be queued, got %v", err)
+	}
+	if err := f.Sync(); !isErrno(err, syscall.ENOSPC) {
+		t.Errorf("fsync: got %v, want ENOSPC", err)
+	}
+	if _, err := f.Write([]byte("more")); !isErrno(err, syscall.ENOSPC) {
+		t.Errorf("write after failure: got %v, want ENOSPC", err)
+	}
+	if err := f.Close(); !isErrno(err, syscall.ENOSPC) {
+		t.Errorf("close: got %v, want ENOSPC", err)
+	}
+}
+
+// TestWriteVisibleBeforeClose checks that size and data of queued writes
+// are seen by stat and read before the file is closed.
+func TestWriteVisibleBeforeClose(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	f, err := os.Create(tm.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := []byte(strings.Repeat("0123456789abcdef", 1<<12)) // 64 KiB
+	const n = 64                                               // 4 MiB
+	for i := 0; i < n; i++ {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(tm.path("f"))
+	if err != nil || fi.Size() != int64(n*len(chunk)) {
+		t.Errorf("stat during writes: %v %v, want %d", fi.Size(), err, n*len(chunk))
+	}
+	g, err := os.Open(tm.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	buf := make([]byte, len(chunk))
+	if _, err := g.ReadAt(buf, int64((n-1)*len(chunk))); err != nil || string(buf) != string(chunk) {
+		t.Errorf("read of the last chunk before close: %v", err)
+	}
+}
+
+// TestInterrupt checks that a signal ends a hanging remote call at once.
+func TestInterrupt(t *testing.T) {
+	var hook *hookRemote
+	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
+		hook = &hookRemote{Remote: r}
+		return hook
+	})
+	cancelled := make(chan time.Time, 1)
+	hook.lstat = func(ctx context.Context, p string) (remote.Attr, error) {
+		if !strings.HasSuffix(p, "hang") {
+			return hook.Remote.Lstat(ctx, p)
+		}
+		<-ctx.Done()
+		cancelled <- time.Now()
+		return remote.Attr{}, ctx.Err()
+	}
+	// A directory that cannot be listed: the lookup falls back to a
+	// single stat.
+	hook.readDir = func(ctx context.Context, p string) ([]remote.DirEntry, error) {
+		return nil, syscall.EACCES
+	}
+	if err := os.Mkdir(filepath.Join(tm.dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("stat", tm.path("d/hang"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("stat did not end after SIGINT")
+	}
+	select {
+	case at := <-cancelled:
+		if d := at.Sub(sent); d > time.Second {
+			t.Errorf("remote call cancelled %v after the signal", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the remote call never saw its context cancelled")
+	}
+}
+
+// TestListingCache checks that lookups in one directory share one
+// listing, answer misses from it, and that our own changes show at once.
+func TestListingCache(t *testing.T) {
+	var hook *hookRemote
+	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
+		hook = &hookRemote{Remote: r}
+		return hook
+	})
+	const n = 40
+	if err := os.Mkdir(filepath.Join(tm.dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		mustWrite(t, filepath.Join(tm.dir, "d", fmt.Sprint(i)), []byte("x"))
+	}
+	if _, err := os.Stat(tm.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	dirs0, lstats0 := hook.readDirs.Load(), hook.lstats.Load()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if _, err := os.Lstat(tm.path(fmt.Sprintf("d/%d", i))); err != nil {
+				t.Error(err)
+			}
+			if _, err := os.Lstat(tm.path(fmt.Sprintf("d/missing%d", i))); !os.IsNotExist(err) {
+				t.Errorf("missing: %v", err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if got := hook.readDirs.Load() - dirs0; got != 1 {
+		t.Errorf("%d listings for %d lookups, want 1", got, 2*n)
+	}
+	if got := hook.lstats.Load() - lstats0; got != 0 {
+		t.Errorf("%d single stats, want 0", got)
+	}
+	// Our own changes are visible through the cached listing.
+	mustWrite(t, tm.path("d/new"), []byte("abc"))
+	if err := os.Remove(tm.path("d/0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tm.path("d/1"), tm.path("d/one")); err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]bool{"d/new": true, "d/0": false, "d/1": false, "d/one": true}
+	for p, want := range checks {
+		_, err := os.Lstat(tm.path(p))
+		if (err == nil) != want {
+			t.Errorf("lstat %s: %v, want exists=%v", p, err, want)
+		}
+	}
+	if fi, err := os.Stat(tm.path("d/new")); err != nil || fi.Size() != 3 {
+		t.Errorf("size of new file: %v %v", fi, err)
+	}
+}
+
+// TestKeepCache checks that an unchanged file is read from the page cache
+// on its second open.
+func TestKeepCache(t *testing.T) {
+	var hook *hookRemote
+	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
+		hook = &hookRemote{Remote: r}
+		return hook
+	})
+	mustWrite(t, filepath.Join(tm.dir, "f"), []byte(strings.Repeat("z", 100000)))
+	for i := 0; i < 3; i++ {
+		if b, err := os.ReadFile(tm.path("f")); err != nil || len(b) != 100000 {
+			t.Fatalf("read %d: %v", len(b), err)
+		}
+		if i == 0 {
+			hook.reads.Store(0)
+		}
+	}
+	if got := hook.reads.Load(); got != 0 {
+		t.Errorf("%d remote reads after the first open, want 0", got)
+	}
+}
+
+// TestSymlinks checks contain_symlinks and transform_symlinks.
+func TestSymlinks(t *testing.T) {
+	o := defaultOpts()
+	tm := mountWith(t, o, nil)
+	links := map[string]string{"abs": "/etc/passwd", "up": "../../x", "in": "sub/../f", "d/ok": "../f", "d/up": "../../f"}
+	os.Mkdir(filepath.Join(tm.dir, "d"), 0o755)
+	for l, target := range links {
+		if err := os.Symlink(target, filepath.Join(tm.dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for l, target := range links {
+		got, err := os.Readlink(tm.path(l))
+		denied := l == "abs" || l == "up" || l == "d/up"
+		switch {
+		case denied && !isErrno(err, syscall.EACCES):
+			t.Errorf("readlink %s: %q %v, want EACCES", l, got, err)
+		case !denied && (err != nil || got != target):
+			t.Errorf("readlink %s: %q %v, want %q", l, got, err, target)
+		}
+	}
+	os.Readlink(tm.path("abs"))
+	if c := strings.Count(tm.logs.String(), "path=abs "); c != 1 {
+		t.Errorf("denied link logged %d times, want once:\n%s", c, tm.logs)
+	}
+
+	o.TransformSymlinks = true
+	tm2 := mountWith(t, o, nil) // MountPrefix: the remote directory
+	if err := os.MkdirAll(filepath.Join(tm2.dir, "a/b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for l, target := range map[string]string{"a/b/l": "top", "a/b/m": "a/x", "a/b/n": ""} {
+		if err := os.Symlink(filepath.Join(tm2.dir, target), filepath.Join(tm2.dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{"a/b/l": "../../top", "a/b/m": "../../a/x", "a/b/n": "../.."}
+	for l, w := range want {
+		if got, err := os.Readlink(tm2.path(l)); err != nil || got != w {
+			t.Errorf("transformed %s: %q %v, want %q", l, got, err, w)
+		}
+	}
+}
