@@ -18,14 +18,10 @@ import (
 // TestWriteErrorAtClose checks that a failure of a pipelined write is
 // reported by a later write, fsync and close.
 func TestWriteErrorAtClose(t *testing.T) {
-	var hook *hookRemote
-	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
-		hook = &hookRemote{Remote: r}
-		return hook
-	})
-	hook.writeAt = func(ctx context.Context, p []byte, off int64) (int, error) {
+	hook := &hookRemote{writeAt: func(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("disk full: %w", syscall.ENOSPC)
-	}
+	}}
+	tm := mountWith(t, defaultOpts(), hook.wrap)
 	f, err := os.Create(tm.path("f"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +73,8 @@ func TestWriteVisibleBeforeClose(t *testing.T) {
 
 // TestInterrupt checks that a signal ends a hanging remote call at once.
 func TestInterrupt(t *testing.T) {
-	var hook *hookRemote
-	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
-		hook = &hookRemote{Remote: r}
-		return hook
-	})
 	cancelled := make(chan time.Time, 1)
+	hook := &hookRemote{}
 	hook.lstat = func(ctx context.Context, p string) (remote.Attr, error) {
 		if !strings.HasSuffix(p, "hang") {
 			return hook.Remote.Lstat(ctx, p)
@@ -96,6 +88,7 @@ func TestInterrupt(t *testing.T) {
 	hook.readDir = func(ctx context.Context, p string) ([]remote.DirEntry, error) {
 		return nil, syscall.EACCES
 	}
+	tm := mountWith(t, defaultOpts(), hook.wrap)
 	if err := os.Mkdir(filepath.Join(tm.dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +120,8 @@ func TestInterrupt(t *testing.T) {
 // TestListingCache checks that lookups in one directory share one
 // listing, answer misses from it, and that our own changes show at once.
 func TestListingCache(t *testing.T) {
-	var hook *hookRemote
-	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
-		hook = &hookRemote{Remote: r}
-		return hook
-	})
+	hook := &hookRemote{}
+	tm := mountWith(t, defaultOpts(), hook.wrap)
 	const n = 40
 	if err := os.Mkdir(filepath.Join(tm.dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
@@ -186,11 +176,8 @@ func TestListingCache(t *testing.T) {
 // TestKeepCache checks that an unchanged file is read from the page cache
 // on its second open.
 func TestKeepCache(t *testing.T) {
-	var hook *hookRemote
-	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
-		hook = &hookRemote{Remote: r}
-		return hook
-	})
+	hook := &hookRemote{}
+	tm := mountWith(t, defaultOpts(), hook.wrap)
 	mustWrite(t, filepath.Join(tm.dir, "f"), []byte(strings.Repeat("z", 100000)))
 	for i := 0; i < 3; i++ {
 		if b, err := os.ReadFile(tm.path("f")); err != nil || len(b) != 100000 {

@@ -17,6 +17,12 @@ type hookRemote struct {
 	writeAt func(ctx context.Context, p []byte, off int64) (int, error)
 }
 
+// wrap is a mountWith wrapper; hooks must be set before mounting.
+func (h *hookRemote) wrap(r remote.Remote) remote.Remote {
+	h.Remote = r
+	return h
+}
+
 func (h *hookRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
 	h.readDirs.Add(1)
 	if h.readDir != nil {
