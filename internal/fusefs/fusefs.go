@@ -65,11 +65,23 @@ type filesys struct {
 
 // Mount mounts ns at mountpoint and serves it until the returned server is
 // unmounted.
+//
+// Every remote call gets the kernel request's context, which go-fuse
+// cancels when the kernel sends INTERRUPT (the caller got a signal): the
+// call returns EINTR at once. Lookups are answered from whole-directory
+// listings kept for DirCacheTimeout, which the mount's own changes keep
+// current. Writes are pipelined; their errors surface at the next write,
+// fsync or close. Data cached by the kernel survives an open when size and
+// mtime are unchanged (always with KernelCache; never with DirectIO).
 func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions) (*fuse.Server, error) {
 	fsys := newFilesys(ns, o)
-	server, err := fs.Mount(mountpoint, fsys.root, fsys.fsOptions(mo))
+	fo := fsys.fsOptions(mo)
+	server, err := fs.Mount(mountpoint, fsys.root, fo)
 	if err != nil {
 		return nil, err
+	}
+	if err := raiseReadahead(mountpoint, fo.MaxReadAhead>>10); err != nil {
+		fsys.log.Debug("readahead left at the kernel default", "err", err)
 	}
 	return server, nil
 }

@@ -23,8 +23,10 @@ type node struct {
 	fs.Inode
 	fsys *filesys
 
-	// mu guards the fields below. Lock order: node.mu before
-	// pending.mu; no other lock is taken while holding it.
+	// mu guards the fields below up to pending. It is a leaf: no other
+	// lock is taken while holding it. Locks of this package never nest;
+	// go-fuse's own Inode locks are only taken through its methods,
+	// never while one of ours is held.
 	mu sync.Mutex
 	// opened and openAttr record size and mtime when the page cache was
 	// last filled through an open, for FOPEN_KEEP_CACHE.
