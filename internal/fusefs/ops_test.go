@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -263,5 +264,63 @@ func TestInodeStable(t *testing.T) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(tm2.path("a"), &st); err != nil || st.Ino != hashIno("a") {
 		t.Errorf("ino of a on a second mount: %d, want %d", st.Ino, hashIno("a"))
+	}
+}
+
+// TestSetattr covers chmod, ftruncate after queued writes, and utimens
+// with UTIME_OMIT and UTIME_NOW.
+func TestSetattr(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	remotePath := filepath.Join(tm.dir, "f")
+	mustWrite(t, tm.path("f"), []byte("0123456789"))
+	if err := os.Chmod(tm.path("f"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(remotePath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("remote mode %v %v", fi.Mode(), err)
+	}
+	f, err := os.OpenFile(tm.path("f"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte("w"), 100), 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(50); err != nil {
+		t.Fatalf("ftruncate: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(remotePath); err != nil || fi.Size() != 50 {
+		t.Errorf("remote size after ftruncate: %v %v, want 50", fi.Size(), err)
+	}
+	before, _ := os.Stat(remotePath)
+	atimeBefore := before.Sys().(*syscall.Stat_t).Atim
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(1_000_000_000 * 1_600_000_000)}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, tm.path("f"), ts, 0); err != nil {
+		t.Fatalf("utimensat: %v", err)
+	}
+	after, _ := os.Stat(remotePath)
+	st := after.Sys().(*syscall.Stat_t)
+	if st.Mtim.Sec != 1_600_000_000 || st.Atim.Sec != atimeBefore.Sec {
+		t.Errorf("mtime %d atime %d, want 1600000000 and unchanged %d", st.Mtim.Sec, st.Atim.Sec, atimeBefore.Sec)
+	}
+	var local syscall.Stat_t
+	if err := syscall.Stat(tm.path("f"), &local); err != nil || local.Mtim.Sec != 1_600_000_000 {
+		t.Errorf("mtime seen through the mount: %d %v", local.Mtim.Sec, err)
+	}
+	ts = []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_NOW}}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, tm.path("f"), ts, 0); err != nil {
+		t.Fatalf("utimensat now: %v", err)
+	}
+	if fi, err := os.Stat(remotePath); err != nil || time.Since(fi.ModTime()) > time.Minute {
+		t.Errorf("UTIME_NOW: mtime %v %v", fi.ModTime(), err)
+	}
+	if err := os.Truncate(tm.path("f"), 5); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(tm.path("f")); err != nil || string(b) != "01234" {
+		t.Errorf("after truncate: %q %v", b, err)
 	}
 }
