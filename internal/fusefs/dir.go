@@ -121,7 +121,7 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 			return nil, d.n.fsys.toErrno(err)
 		}
 	}
-	return d.n.newChild(ctx, name, p, a, out), 0
+	return d.n.newChild(ctx, name, p, a, 0, out), 0
 }
 
 func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {

@@ -35,7 +35,7 @@ func (n *node) prepare(name string) (dir, p string, errno syscall.Errno) {
 func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
 	n.fsys.dirs.Set(dir, name, a)
 	child := &node{fsys: n.fsys}
-	child.report(a, &out.Attr)
+	child.report(a, 0, &out.Attr)
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(a), Ino: n.fsys.inos.get(p)})
 }
 
@@ -126,6 +126,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if !ok {
 		return nil, syscall.ENOENT
 	}
+	end := tn.pending.end()
 	if err := n.fsys.ns.Link(ctx, oldp, p); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
@@ -135,7 +136,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	}
 	n.fsys.dirs.Set(dir, name, a)
 	n.fsys.inos.set(p, tn.StableAttr().Ino)
-	tn.report(a, &out.Attr)
+	tn.report(a, end, &out.Attr)
 	return tn.EmbeddedInode(), 0
 }
 

@@ -107,7 +107,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	}
 	var a remote.Attr
 	var err error
+	var end uint64
 	if ch := n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
+		end = ch.Operations().(*node).pending.end()
 		a, err = n.fsys.ns.Lstat(ctx, p)
 	} else {
 		a, err = n.fsys.lookupAttr(ctx, dir, name, p)
@@ -115,7 +117,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
-	return n.newChild(ctx, name, p, a, out), 0
+	return n.newChild(ctx, name, p, a, end, out), 0
 }
 
 // lookupAttr returns the attributes of p = dir/name.
@@ -141,22 +143,24 @@ func (f *filesys) lookupAttr(ctx context.Context, dir, name, p string) (remote.A
 }
 
 // newChild returns the Inode for name with attributes a, reusing the one
-// the tree already holds when its file type still matches.
-func (n *node) newChild(ctx context.Context, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
+// the tree already holds when its file type still matches. end is the
+// end of the child's writes in flight before a was fetched.
+func (n *node) newChild(ctx context.Context, name, p string, a remote.Attr, end uint64, out *fuse.EntryOut) *fs.Inode {
 	typ := fileType(a)
 	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Mode == typ {
-		ch.Operations().(*node).report(a, &out.Attr)
+		ch.Operations().(*node).report(a, end, &out.Attr)
 		return ch
 	}
 	child := &node{fsys: n.fsys}
-	child.report(a, &out.Attr)
+	child.report(a, 0, &out.Attr)
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: typ, Ino: n.fsys.inos.get(p)})
 }
 
-// report fills out from a, accounting for writes still in flight, and
-// remembers size and mtime.
-func (n *node) report(a remote.Attr, out *fuse.Attr) {
-	if end := n.pending.end(); end > a.Size {
+// report fills out from a and remembers size and mtime. end is the end
+// offset of the writes that were in flight when a was fetched (pending.end
+// read before the fetch): a may predate them.
+func (n *node) report(a remote.Attr, end uint64, out *fuse.Attr) {
+	if end > a.Size {
 		a.Size = end
 	}
 	n.fsys.fillAttr(out, a)
@@ -168,11 +172,12 @@ func (n *node) report(a remote.Attr, out *fuse.Attr) {
 // Getattr prefers the open handle (it works after unlink), then the
 // parent's cached listing, then asks the remote.
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	end := n.pending.end()
 	a, errno := n.getattr(ctx, fh)
 	if errno != 0 {
 		return errno
 	}
-	n.report(a, &out.Attr)
+	n.report(a, end, &out.Attr)
 	if _, ok := n.path(); !ok {
 		out.Nlink = 0
 	}
