@@ -16,6 +16,7 @@ var version = "0.1.0-dev"
 
 // run is the whole command; it returns the exit status.
 func run(args []string) config.ExitCode {
+	defaultPath()
 	if isDaemonChild() {
 		return runDaemonChild(args)
 	}
@@ -38,6 +39,14 @@ func run(args []string) config.ExitCode {
 		return runForeground(cfg)
 	}
 	return runDaemonParent(args)
+}
+
+// defaultPath gives the process a search path when it has none, as under
+// mount.fuse3, so that ssh and fusermount3 are found the way execvp would.
+func defaultPath() {
+	if _, ok := os.LookupEnv("PATH"); !ok {
+		os.Setenv("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin")
+	}
 }
 
 // fail prints err as the one line sshfsm reports and returns its exit code.

@@ -33,22 +33,24 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		m.log.Info("unmounted", "mountpoint", m.mountpoint)
 	case sig := <-sigs:
 		m.log.Info("unmounting", "mountpoint", m.mountpoint, "signal", sig.String())
-		m.unmount()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			m.log.Warn("requests still running after unmount; exiting", "mountpoint", m.mountpoint)
+		if lazy := m.unmount(); lazy {
+			// The kernel keeps a lazily unmounted filesystem until its last
+			// user lets go; exiting ends it at once (ENOTCONN for them).
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+			}
 		}
 	}
 	m.host.Close()
 }
 
 // unmount detaches the filesystem; when it is busy, it falls back to a lazy
-// unmount, which completes once the last user lets go.
-func (m *mounted) unmount() {
+// unmount and reports so.
+func (m *mounted) unmount() (lazy bool) {
 	err := m.server.Unmount()
 	if err == nil {
-		return
+		return false
 	}
 	m.log.Warn("unmount failed; unmounting lazily", "mountpoint", m.mountpoint, "err", err)
 	if os.Geteuid() == 0 {
@@ -59,4 +61,5 @@ func (m *mounted) unmount() {
 	if err != nil {
 		m.log.Error("lazy unmount failed", "mountpoint", m.mountpoint, "err", err)
 	}
+	return true
 }

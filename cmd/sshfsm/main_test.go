@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sshfsm/internal/config"
+	"sshfsm/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var bin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binary builds sshfsm once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "sshfsm-cli-bin-")
+		if err != nil {
+			bin.err = err
+			return
+		}
+		bin.path = filepath.Join(dir, "sshfsm")
+		out, err := exec.Command("go", "build", "-o", bin.path, ".").CombinedOutput()
+		if err != nil {
+			bin.err = errors.New(string(out))
+		}
+	})
+	if bin.err != nil {
+		t.Fatalf("go build: %v", bin.err)
+	}
+	return bin.path
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// sshfsm runs the binary with args and returns once it exits; limit bounds
+// how long that may take.
+func sshfsm(t *testing.T, limit time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("sshfsm %q did not exit within %v", args, limit)
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}
+
+// expectFailure checks the exit code and that stderr ends with exactly one
+// "sshfsm: " line containing want.
+func expectFailure(t *testing.T, r result, code config.ExitCode, want string) {
+	t.Helper()
+	if r.code != int(code) {
+		t.Errorf("exit code %d, want %d; stderr %q", r.code, code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "sshfsm: ") || !strings.Contains(last, want) {
+		t.Errorf("last stderr line %q, want \"sshfsm: ...%s...\"", last, want)
+	}
+	if n := strings.Count(r.stderr, "sshfsm: "); n != 1 {
+		t.Errorf("%d sshfsm lines on stderr, want 1: %q", n, r.stderr)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		code config.ExitCode
+		want string
+	}{
+		{nil, config.ExitUsage, "missing [user@]host:[dir] and mountpoint arguments"},
+		{[]string{"h:"}, config.ExitUsage, "missing mountpoint argument"},
+		{[]string{"-o", "nosuchoption", "h:", dir}, config.ExitUsage, `unknown option "nosuchoption"`},
+		{[]string{"-q", "h:", dir}, config.ExitUsage, "unknown option -q"},
+		{[]string{"-o", "max_conns=many", "h:", dir}, config.ExitUsage, `bad value "many" for option max_conns`},
+		{[]string{"host", dir}, config.ExitUsage, `bad remote directory "host"`},
+		{[]string{"[::1:x", dir}, config.ExitUsage, "missing ']'"},
+		{[]string{"a:", "b:", dir}, config.ExitUsage, "not supported yet"},
+		{[]string{"h:", filepath.Join(dir, "missing")}, config.ExitMountpoint, "does not exist"},
+		{[]string{"h:", file}, config.ExitMountpoint, "is not a directory"},
+		{[]string{"h:", "/proc"}, config.ExitMountpoint, "is already a mountpoint (proc)"},
+		{[]string{"-f", "h:", "/proc"}, config.ExitMountpoint, "is already a mountpoint"},
+		{[]string{"-o", "idmap=file,uidfile=" + file + "x", "h:", dir}, config.ExitUsage, "idmap:"},
+	}
+	for _, tc := range cases {
+		r := sshfsm(t, 10*time.Second, tc.args...)
+		expectFailure(t, r, tc.code, tc.want)
+	}
+}
+
+func TestInformational(t *testing.T) {
+	r := sshfsm(t, 10*time.Second, "--man")
+	if r.code != 0 || r.stdout != config.ManPage() {
+		t.Errorf("--man: exit %d, output differs from config.ManPage()", r.code)
+	}
+	r = sshfsm(t, 10*time.Second, "-h")
+	if r.code != 0 || r.stdout != config.Help() || r.stderr != "" {
+		t.Errorf("-h: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = sshfsm(t, 10*time.Second, "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "sshfsm version ") {
+		t.Errorf("--version: exit %d, output %q", r.code, r.stdout)
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestConnectionRefused(t *testing.T) {
+	port := freePort(t)
+	for _, fg := range []string{"-o", "-f"} {
+		args := []string{"-p", strconv.Itoa(port), "-o", "BatchMode=yes", "127.0.0.1:", t.TempDir()}
+		if fg == "-f" {
+			args = append(args, "-f")
+		}
+		r := sshfsm(t, 10*time.Second, args...)
+		expectFailure(t, r, config.ExitConnect, "cannot connect to 127.0.0.1: ")
+		if !strings.Contains(strings.ToLower(r.stderr), "connection refused") || r.took > 5*time.Second {
+			t.Errorf("took %v, stderr %q", r.took, r.stderr)
+		}
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	cases := []struct{ dest, want string }{
+		{"no-such-host.invalid:", "cannot connect to no-such-host.invalid"},
+		// TEST-NET-1: never routed; fails at once or after ConnectTimeout.
+		{"192.0.2.1:", "cannot connect to 192.0.2.1"},
+	}
+	for _, tc := range cases {
+		r := sshfsm(t, 20*time.Second, "-o", "timeout=2,BatchMode=yes", tc.dest, t.TempDir())
+		expectFailure(t, r, config.ExitConnect, tc.want)
+		if r.took > 8*time.Second {
+			t.Errorf("%s: took %v", tc.dest, r.took)
+		}
+	}
+}

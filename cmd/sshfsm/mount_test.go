@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/config"
+	"sshfsm/internal/testenv"
+)
+
+// sshHost starts a throwaway sshd and returns it with the sshfsm arguments
+// that reach it.
+func sshHost(t *testing.T) (*testenv.Host, []string) {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	h := testenv.StartHost(t, "")
+	return h, h.SSHArgs()
+}
+
+// serving lists the sshfsm processes whose command line holds mnt.
+func serving(mnt string) []int {
+	var pids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || bytes.HasPrefix(b, []byte("go\x00")) {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if filepath.Base(args[0]) == "sshfsm" && strings.Contains(string(b), mnt) {
+			if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil &&
+				!strings.Contains(string(st), ") Z ") {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// waitGone waits until no sshfsm process serves mnt.
+func waitGone(t *testing.T, mnt string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(serving(mnt)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sshfsm for %s still runs: pids %v", mnt, serving(mnt))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mountpoint returns a fresh directory that is unmounted at cleanup.
+func mountpoint(t *testing.T) string {
+	t.Helper()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := testenv.Unmount(mnt); err != nil {
+			t.Error(err)
+		}
+		for _, pid := range serving(mnt) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return mnt
+}
+
+func TestRemoteErrors(t *testing.T) {
+	h, ssh := sshHost(t)
+	file := filepath.Join(h.Dir, "plain")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code config.ExitCode
+		want string
+	}{
+		{"missing dir", []string{h.Alias + ":" + h.Dir + "/nope"}, config.ExitRemoteDir,
+			"remote directory " + h.Alias + ":" + h.Dir + "/nope does not exist"},
+		{"file", []string{h.Alias + ":" + file}, config.ExitRemoteDir, "is not a directory"},
+		{"auth", []string{"nosuchuser@" + h.Alias + ":"}, config.ExitAuth,
+			"authentication to " + h.Alias + " failed: "},
+		{"host key", []string{"-o", "UserKnownHostsFile=" + empty + ",StrictHostKeyChecking=yes", h.Alias + ":"},
+			config.ExitAuth, "host key verification failed for " + h.Alias},
+	}
+	for _, tc := range cases {
+		for _, mode := range []string{"daemon", "foreground"} {
+			args := append(append(append([]string{}, ssh...), tc.args...), mountpoint(t))
+			if mode == "foreground" {
+				args = append(args, "-f")
+			}
+			r := sshfsm(t, 20*time.Second, args...)
+			t.Logf("%s, %s: %s", tc.name, mode, strings.TrimSpace(r.stderr))
+			expectFailure(t, r, tc.code, tc.want)
+		}
+	}
+}
+
+func TestDaemonMount(t *testing.T) {
+	h, ssh := sshHost(t)
+	if err := os.WriteFile(filepath.Join(h.Dir, "hello"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountpoint(t)
+	dest := h.Alias + ":" + h.Dir
+	r := sshfsm(t, 20*time.Second, append(ssh, dest, mnt)...)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("mount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// The command returns only once the mount works.
+	if b, err := os.ReadFile(filepath.Join(mnt, "hello")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("read through the mount: %q, %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "new"), []byte("w"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.Dir, "new")); err != nil || string(b) != "w" {
+		t.Errorf("write through the mount: %q, %v", b, err)
+	}
+	if src, typ := mountSource(mnt); src != dest || typ != "fuse.sshfsm" {
+		t.Errorf("mount table: source %q type %q, want %q fuse.sshfsm", src, typ, dest)
+	}
+	if len(serving(mnt)) != 1 {
+		t.Errorf("sshfsm processes serving: %v, want one", serving(mnt))
+	}
+
+	again := sshfsm(t, 20*time.Second, append(ssh, dest, mnt)...)
+	expectFailure(t, again, config.ExitMountpoint, "is already a mountpoint (fuse.sshfsm)")
+
+	if out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("fusermount3 -u: %v: %s", err, out)
+	}
+	waitGone(t, mnt)
+}
+
+// mountSource returns the source and type of the mount at mnt.
+func mountSource(mnt string) (source, fstype string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[4] != mnt {
+			continue
+		}
+		for i := range f {
+			if f[i] == "-" && i+2 < len(f) {
+				return f[i+2], f[i+1]
+			}
+		}
+	}
+	return "", ""
+}
+
+func TestSignalsUnmount(t *testing.T) {
+	_, ssh := sshHost(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		mnt := mountpoint(t)
+		cmd := exec.Command(binary(t), append(ssh, "-f", "sshfsm-test-127-0-0-2:", mnt)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := testenv.WaitMounted(mnt, 10*time.Second); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%v; stderr %q", err, stderr.String())
+		}
+		if _, err := os.ReadDir(mnt); err != nil {
+			t.Errorf("readdir: %v", err)
+		}
+		cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%v: exit %v, stderr %q", sig, err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: foreground sshfsm did not exit", sig)
+		}
+		if testenv.MountedAt(mnt) {
+			t.Errorf("%v: still mounted after exit", sig)
+		}
+	}
+}
+
+func TestDaemonSIGTERM(t *testing.T) {
+	h, ssh := sshHost(t)
+	mnt := mountpoint(t)
+	r := sshfsm(t, 20*time.Second, append(ssh, h.Alias+":", mnt)...)
+	if r.code != 0 {
+		t.Fatalf("mount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	pids := serving(mnt)
+	if len(pids) != 1 {
+		t.Fatalf("serving processes %v, want one", pids)
+	}
+	// A busy mount still goes away (lazily).
+	f, err := os.Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syscall.Kill(pids[0], syscall.SIGTERM)
+	waitGone(t, mnt)
+	if testenv.MountedAt(mnt) {
+		t.Error("still mounted after SIGTERM")
+	}
+}
+
+// TestMountHelper mounts the way mount(8) does for an fstab line: through
+// mount.fuse3, which runs "sshfsm SOURCE MOUNTPOINT -o OPTIONS" without PATH.
+func TestMountHelper(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mount(8) with a fuse helper needs root")
+	}
+	if _, err := exec.LookPath("mount.fuse3"); err != nil {
+		t.Skip("mount.fuse3 is not installed")
+	}
+	h, _ := sshHost(t)
+	mnt := mountpoint(t)
+	opts := strings.Join([]string{"_netdev", "nofail", "noauto", "x-systemd.automount", "rw", "nosuid",
+		"Port=" + strconv.Itoa(h.Port), "IdentityFile=" + h.IdentityFile, "IdentitiesOnly=yes",
+		"UserKnownHostsFile=" + h.KnownHosts, "BatchMode=yes", "reconnect", "allow_other"}, ",")
+	source := binary(t) + "#" + h.User + "@" + h.Addr + ":" + h.Dir
+	out, err := exec.Command("mount", "-t", "fuse", "-o", opts, source, mnt).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mount: %v: %s", err, out)
+	}
+	if src, typ := mountSource(mnt); typ != "fuse.sshfsm" || src != h.User+"@"+h.Addr+":"+h.Dir {
+		t.Errorf("mount table: %q %q", src, typ)
+	}
+	if _, err := os.ReadDir(mnt); err != nil {
+		t.Error(err)
+	}
+	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v: %s", err, out)
+	}
+	waitGone(t, mnt)
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"sshfsm/internal/config"
+	"sshfsm/internal/transport"
+)
+
+func TestDialErrorMapping(t *testing.T) {
+	b := config.Branch{Spec: "bob@h:/srv", User: "bob", Host: "h", Dir: "/srv"}
+	de := func(kind error, detail string) error {
+		return fmt.Errorf("dial: %w", &transport.DialError{Kind: kind, Host: "h", Detail: detail})
+	}
+	cases := []struct {
+		err  error
+		code config.ExitCode
+		msg  string
+	}{
+		{de(transport.ErrUnreachable, "ssh: connect to host h port 22: Connection refused"), config.ExitConnect,
+			"cannot connect to h: ssh: connect to host h port 22: Connection refused"},
+		{de(transport.ErrAuth, "bob@h: Permission denied (publickey)."), config.ExitAuth,
+			"authentication to h failed: bob@h: Permission denied (publickey)."},
+		{de(transport.ErrAuth, "host key verification failed"), config.ExitAuth, "host key verification failed for h"},
+		{de(transport.ErrNoDir, ""), config.ExitRemoteDir, "remote directory bob@h:/srv does not exist"},
+		{de(transport.ErrNotDir, ""), config.ExitRemoteDir, "remote path bob@h:/srv is not a directory"},
+		{de(transport.ErrSSH, "command-line line 0: unsupported option"), config.ExitConnect,
+			"ssh to h failed: command-line line 0: unsupported option"},
+		{errors.New("weird"), config.ExitConnect, "ssh to h failed: weird"},
+	}
+	for _, c := range cases {
+		got := dialError(b, c.err)
+		if config.CodeOf(got) != c.code || got.Error() != c.msg {
+			t.Errorf("%v: got %d %q, want %d %q", c.err, config.CodeOf(got), got, c.code, c.msg)
+		}
+	}
+}
+
+func TestParseReport(t *testing.T) {
+	cases := []struct {
+		line string
+		code config.ExitCode
+		msg  string
+		ok   bool
+	}{
+		{"4 authentication to h failed\n", 4, "authentication to h failed", true},
+		{"5 remote directory h:x does not exist\n", 5, "remote directory h:x does not exist", true},
+		{"ok\n", 0, "", false},
+		{"", 0, "", false},
+		{"0 nothing\n", 0, "", false},
+		{"x y\n", 0, "", false},
+	}
+	for _, c := range cases {
+		code, msg, ok := parseReport(c.line)
+		if code != c.code || msg != c.msg || ok != c.ok {
+			t.Errorf("parseReport(%q) = %d %q %v", c.line, code, msg, ok)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	if got := oneLine("a\r\nb\n  c\t"); got != "a b c" {
+		t.Errorf("oneLine = %q", got)
+	}
+}
+
+func TestMountinfo(t *testing.T) {
+	if got := unescapeMountinfo(`/mnt/a\040b\134c\011`); got != "/mnt/a b\\c\t" {
+		t.Errorf("unescape = %q", got)
+	}
+	if got := unescapeMountinfo(`/x\04`); got != `/x\04` {
+		t.Errorf("short escape = %q", got)
+	}
+	if typ, ok := mountedAt("/proc"); !ok || typ != "proc" {
+		t.Errorf("mountedAt(/proc) = %q, %v", typ, ok)
+	}
+	if _, ok := mountedAt("/proc/self"); ok {
+		t.Error("mountedAt(/proc/self) = true")
+	}
+}
+
+func TestTransportOptions(t *testing.T) {
+	cfg, err := config.Parse([]string{"-p", "2222", "-C", "-F", "/c", "-o", "IdentityFile=/k,max_conns=3,timeout=7,noreconnect,sftp_server=/s",
+		"-o", "ssh_command=ssh -vv", "u@[::1]:d", "/m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := transportOptions(cfg, cfg.Branches[0], nil)
+	got := fmt.Sprintf("%s|%s|%d|%s|%q|%q|%s|%d|%v|%v|%v", o.Host, o.User, o.Port, o.Dir, o.SSHCommand, o.SSHArgs,
+		o.SFTPServer, o.Conns, o.Timeout, o.Reconnect, o.Dialer == nil)
+	want := `::1|u|2222|d|["ssh" "-vv"]|["-F" "/c" "-C" "-oIdentityFile=/k"]|/s|3|7s|false|true`
+	if got != want {
+		t.Errorf("transport options\n got %s\nwant %s", got, want)
+	}
+	mo := mountOptions(cfg, cfg.Branches[0])
+	if mo.FsName != "u@[::1]:d" || mo.Subtype != "sshfsm" || mo.MaxWrite != 1<<20 {
+		t.Errorf("mount options %+v", mo)
+	}
+	cfg.SSH.DirectPort = 7000
+	if transportOptions(cfg, cfg.Branches[0], nil).Dialer == nil {
+		t.Error("directport: no dialer")
+	}
+	if !strings.Contains(versionText(), "sshfsm version") {
+		t.Error("version text")
+	}
+}
