@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pkg/sftp"
 
 	"sshfsm/internal/config"
 	"sshfsm/internal/testenv"
@@ -258,4 +261,63 @@ func TestMountHelper(t *testing.T) {
 		t.Fatalf("umount: %v: %s", err, out)
 	}
 	waitGone(t, mnt)
+}
+
+// TestDirectPort mounts from an sftp server on plain TCP (directport=).
+func TestDirectPort(t *testing.T) {
+	testenv.RequireFUSE(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("direct"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			srv, err := sftp.NewServer(conn, sftp.WithServerWorkingDirectory(dir))
+			if err != nil {
+				conn.Close()
+				continue
+			}
+			go func() { srv.Serve(); srv.Close() }()
+		}
+	}()
+	mnt := mountpoint(t)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	r := sshfsm(t, 20*time.Second, "-o", "directport="+port, "127.0.0.1:"+dir, mnt)
+	if r.code != 0 {
+		t.Fatalf("mount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(b) != "direct" {
+		t.Errorf("read: %q, %v", b, err)
+	}
+	if err := testenv.Unmount(mnt); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, mnt)
+
+	r = sshfsm(t, 20*time.Second, "-o", "directport="+strconv.Itoa(freePort(t)), "127.0.0.1:", mnt)
+	expectFailure(t, r, config.ExitConnect, "cannot connect to 127.0.0.1: ")
+}
+
+// TestDeadMountpoint: a mount whose server was killed is reported as such.
+func TestDeadMountpoint(t *testing.T) {
+	h, ssh := sshHost(t)
+	mnt := mountpoint(t)
+	if r := sshfsm(t, 20*time.Second, append(ssh, h.Alias+":", mnt)...); r.code != 0 {
+		t.Fatalf("mount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, pid := range serving(mnt) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	waitGone(t, mnt)
+	r := sshfsm(t, 20*time.Second, append(ssh, h.Alias+":", mnt)...)
+	expectFailure(t, r, config.ExitMountpoint, "is a dead mount (transport endpoint is not connected); run fusermount3 -u")
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"sshfsm/internal/config"
 )
@@ -23,8 +24,7 @@ func checkMountpoint(p string) (string, error) {
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, syscall.ENOTCONN):
-		return "", config.Errorf(config.ExitMountpoint,
-			"mountpoint %s is a dead mount (transport endpoint is not connected); run fusermount3 -u %s", p, abs)
+		return "", deadMount(p, abs)
 	case errors.Is(err, os.ErrNotExist):
 		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s does not exist", p)
 	case err != nil:
@@ -37,9 +37,37 @@ func checkMountpoint(p string) (string, error) {
 		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s: %v", p, unwrapPath(err))
 	}
 	if fstype, ok := mountedAt(real); ok {
+		if strings.HasPrefix(fstype, "fuse") && isDead(real) {
+			return "", deadMount(p, real)
+		}
 		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s is already a mountpoint (%s)", p, fstype)
 	}
 	return real, nil
+}
+
+func deadMount(p, abs string) error {
+	return config.Errorf(config.ExitMountpoint,
+		"mountpoint %s is a dead mount (transport endpoint is not connected); run fusermount3 -u %s", p, abs)
+}
+
+// isDead reports whether the FUSE filesystem at dir lost its server. A
+// server that does not answer within a second counts as alive.
+func isDead(dir string) bool {
+	done := make(chan error, 1)
+	go func() {
+		f, err := os.Open(dir)
+		if err == nil {
+			_, err = f.Readdirnames(1)
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return errors.Is(err, syscall.ENOTCONN)
+	case <-time.After(time.Second):
+		return false
+	}
 }
 
 func unwrapPath(err error) error {
