@@ -22,6 +22,7 @@ type config struct {
 	quick      bool
 	repeats    int
 	rssRepeats int
+	rttRepeats int
 	seqMiB     int64
 	randMiB    int64
 	rttMiB     int64
@@ -41,6 +42,7 @@ func parseFlags() *config {
 	flag.BoolVar(&c.quick, "quick", false, "short smoke run: small data, 1 repeat")
 	repeats := flag.Int("repeats", 0, "repeats per workload and tool (default 5, -quick 1)")
 	rssRepeats := flag.Int("rss-repeats", 0, "repeats of the 100k-entry walk (default 2, -quick 1)")
+	rttRepeats := flag.Int("rtt-repeats", 0, "repeats of the high-latency workloads (default 3, -quick 1)")
 	seq := flag.Int64("seq-mib", 0, "fio sequential file size in MiB (default 1024, -quick 128)")
 	rnd := flag.Int64("rand-mib", 0, "fio random file size in MiB (default 256, -quick 64)")
 	rttFile := flag.Int64("rtt-mib", 0, "file size read at high latency in MiB (default 256, -quick 64)")
@@ -66,6 +68,7 @@ func parseFlags() *config {
 	}
 	c.repeats = int(pick(int64(*repeats), 5, 1))
 	c.rssRepeats = int(pick(int64(*rssRepeats), 2, 1))
+	c.rttRepeats = int(pick(int64(*rttRepeats), 3, 1))
 	c.seqMiB = pick(*seq, 1024, 128)
 	c.randMiB = pick(*rnd, 256, 64)
 	c.rttMiB = pick(*rttFile, 256, 64)

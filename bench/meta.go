@@ -130,7 +130,7 @@ func runRTT(ctx context.Context, e *env, r *results) error {
 	}
 	read := fioJob{w: wRTTSeqRead, rw: "read", bs: "128k", depth: 4, file: "rtt.dat", mib: c.rttMiB}
 	for _, t := range e.toolsFor(false) {
-		for rep := 1; rep <= c.repeats; rep++ {
+		for rep := 1; rep <= c.rttRepeats; rep++ {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -155,7 +155,7 @@ func runRTT(ctx context.Context, e *env, r *results) error {
 					continue
 				}
 			}
-			for rep := 1; rep <= c.repeats; rep++ {
+			for rep := 1; rep <= c.rttRepeats; rep++ {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sshfsm/internal/testenv"
 )
@@ -77,10 +80,17 @@ func doMount(ctx context.Context, t *tool, cfg, alias, dir, mnt string) (*mount,
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// The daemon's children (ssh) may keep the output pipe open.
+	cmd.WaitDelay = 2 * time.Second
+	cmd.Cancel = func() error {
+		logf("mount by %s hangs: %s", t.key, procTree(cmd.Process.Pid))
+		return cmd.Process.Kill()
+	}
+	if err := cmd.Run(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		unmount(&mount{tool: t, path: mnt})
-		return nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+		return nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(out.String()))
 	}
 	if err := testenv.WaitMounted(mnt, 10*time.Second); err != nil {
 		unmount(&mount{tool: t, path: mnt})
@@ -200,6 +210,38 @@ func dropCaches() bool {
 	if os.Geteuid() != 0 {
 		return false
 	}
-	syscall.Sync()
+	// Only the data's filesystem: a global sync can block on another
+	// process's dead FUSE mount.
+	if f, err := os.Open(os.TempDir()); err == nil {
+		_ = unix.Syncfs(int(f.Fd()))
+		f.Close()
+	}
 	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200) == nil
+}
+
+// procTree describes pid and its descendants: pid, state, kernel wait
+// channel and command line, for diagnosing a hanging mount.
+func procTree(pid int) string {
+	var parts []string
+	todo := []int{pid}
+	for len(todo) > 0 {
+		p := todo[0]
+		todo = todo[1:]
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", p))
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		state := "?"
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) {
+			state = string(stat[i+2])
+		}
+		parts = append(parts, fmt.Sprintf("[%d %s %s] %s", p, state, wchan,
+			strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p, p))
+		for _, k := range strings.Fields(string(kids)) {
+			if n, err := strconv.Atoi(k); err == nil {
+				todo = append(todo, n)
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
 }

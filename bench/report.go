@@ -177,7 +177,7 @@ func (r *results) markdown() string {
 	for _, s := range machine() {
 		fmt.Fprintf(&b, "- %s\n", s)
 	}
-	fmt.Fprintf(&b, "- repeats: %d (memory walk: %d); values are medians, min–max over the repeats\n", c.repeats, c.rssRepeats)
+	fmt.Fprintf(&b, "- repeats: %d (high latency: %d, memory walk: %d); values are medians, min–max over the repeats\n", c.repeats, c.rttRepeats, c.rssRepeats)
 	for _, s := range r.e.notes {
 		fmt.Fprintf(&b, "- %s\n", s)
 	}
@@ -277,16 +277,10 @@ func machine() []string {
 			}
 		}
 	}
-	run := func(name string, args ...string) string {
-		o, err := exec.Command(name, args...).CombinedOutput()
-		if err != nil && len(o) == 0 {
-			return "?"
-		}
-		return firstLine(string(o))
-	}
+	run := func(name string, args ...string) string { return firstLine(run2(name, args...)) }
 	out = append(out,
 		fmt.Sprintf("cores: %s, kernel %s", run("nproc"), run("uname", "-r")),
-		"sshfs: "+run("sshfs", "--version"),
+		"sshfs: "+grepLine(run2("sshfs", "--version"), "SSHFS version"),
 		"ssh: "+run("ssh", "-V"),
 		"fio: "+run("fio", "--version"),
 		"go: "+run("go", "version"),
@@ -344,4 +338,23 @@ func (r *results) writeJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// run2 returns the combined output of a command, "?" when it cannot run.
+func run2(name string, args ...string) string {
+	o, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil && len(o) == 0 {
+		return "?"
+	}
+	return string(o)
+}
+
+// grepLine returns the first line of s containing sub, else its first line.
+func grepLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return firstLine(s)
 }

@@ -28,8 +28,8 @@ var (
 	wRandWrite = &workload{id: "rand-write", title: "fio rand write 4k qd32", unit: "IOPS", higher: true, target: &target{ref: bestSSHFS, limit: 1.0, worst: 0.5}}
 	wRandRead  = &workload{id: "rand-read", title: "fio rand read 4k qd32", unit: "IOPS", higher: true, target: &target{ref: sshfsTuned, limit: 1.0}}
 
-	wFindCold = &workload{id: "find-cold", title: "find | wc -l, cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.5}}
-	wFindWarm = &workload{id: "find-warm", title: "find | wc -l, warm", unit: "s"}
+	wFindCold = &workload{id: "find-cold", title: "find ., cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.5}}
+	wFindWarm = &workload{id: "find-warm", title: "find ., warm", unit: "s"}
 	wLsCold   = &workload{id: "ls-lR-cold", title: "ls -lR, cold", unit: "s"}
 	wLsWarm   = &workload{id: "ls-lR-warm", title: "ls -lR, warm", unit: "s"}
 	wGitCold  = &workload{id: "git-status-cold", title: "git status, cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.5}}
@@ -38,7 +38,7 @@ var (
 	wGrepWarm = &workload{id: "grep-warm", title: "grep -r, warm", unit: "s", target: &target{ref: sshfsDefault, limit: 0.3}}
 
 	wRTTSeqRead = &workload{id: "rtt-seq-read", title: "high RTT: fio seq read 128k qd4", unit: "MiB/s", higher: true, target: &target{ref: sshfsDefault, limit: 2.0}}
-	wRTTFind    = &workload{id: "rtt-find-cold", title: "high RTT: find | wc -l, cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.3}}
+	wRTTFind    = &workload{id: "rtt-find-cold", title: "high RTT: find ., cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.3}}
 	wRTTGit     = &workload{id: "rtt-git-status-cold", title: "high RTT: git status, cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.1}}
 
 	wWalk = &workload{id: "walk-wide", title: "find over the wide tree, cold", unit: "s"}
