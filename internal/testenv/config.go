@@ -39,6 +39,10 @@ func (h *Host) writeSSHDConfig(sftpServer string) error {
 		"MaxStartups 200",
 		"MaxSessions 100",
 		"Subsystem sftp " + sftpServer,
+		// Sessions run commands, and sftp-server, through the login shell;
+		// bash reads ~/.bashrc for ssh commands only at shell level 1, and
+		// the login user's rc files must not slow down or break the hosts.
+		"SetEnv SHLVL=1",
 		"LogLevel ERROR",
 	}
 	if v := sshdVersion(); v >= 908 {

@@ -224,24 +224,21 @@ func (h *Host) SSHArgs() []string { return []string{"-F", h.SSHConfig} }
 func (h *Host) PID() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cmd == nil {
+	if h.cmd == nil || isClosed(h.done) {
 		return 0
 	}
 	return h.cmd.Process.Pid
 }
 
 // Running reports whether the listening sshd is up.
-func (h *Host) Running() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cmd == nil {
-		return false
-	}
+func (h *Host) Running() bool { return h.PID() != 0 }
+
+func isClosed(c chan struct{}) bool {
 	select {
-	case <-h.done:
-		return false
-	default:
+	case <-c:
 		return true
+	default:
+		return false
 	}
 }
 
@@ -255,7 +252,10 @@ func (h *Host) Kill() {
 	if cmd == nil {
 		return
 	}
-	killTree(cmd.Process.Pid)
+	// Once reaped, the pid may belong to another process already.
+	if !isClosed(done) {
+		killTree(cmd.Process.Pid)
+	}
 	<-done
 }
 

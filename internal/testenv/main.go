@@ -112,9 +112,7 @@ func cleanup(dir, marker string) bool {
 	for _, m := range mountsBelow(dir) {
 		_ = Unmount(m.Point)
 	}
-	for _, pid := range markedProcs(marker, dir) {
-		killTree(pid)
-	}
+	killTrees(markedProcs(marker, dir))
 	return len(mountsBelow(dir)) == 0
 }
 

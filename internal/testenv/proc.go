@@ -87,16 +87,25 @@ func descendants(pid int) []int {
 // killTree stops pid and every process below it, then kills them all with
 // SIGKILL, so no process of the tree can fork a survivor in between. It waits
 // up to five seconds for the processes to disappear.
-func killTree(pid int) {
-	stopped := map[int]bool{pid: true}
-	_ = syscall.Kill(pid, syscall.SIGSTOP)
+func killTree(pid int) { killTrees([]int{pid}) }
+
+// killTrees is killTree for several roots at once: all are stopped before
+// any is killed, so that no pid of the set is reused in between.
+func killTrees(roots []int) {
+	stopped := map[int]bool{}
+	for _, p := range roots {
+		stopped[p] = true
+		_ = syscall.Kill(p, syscall.SIGSTOP)
+	}
 	for range 5 {
 		grew := false
-		for _, d := range descendants(pid) {
-			if !stopped[d] {
-				stopped[d] = true
-				grew = true
-				_ = syscall.Kill(d, syscall.SIGSTOP)
+		for _, root := range roots {
+			for _, d := range descendants(root) {
+				if !stopped[d] {
+					stopped[d] = true
+					grew = true
+					_ = syscall.Kill(d, syscall.SIGSTOP)
+				}
 			}
 		}
 		if !grew {
