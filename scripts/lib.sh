@@ -56,24 +56,30 @@ ensure_fuse() {
 	command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 not found even after installing fuse3"
 }
 
+# mounts_below DIR prints "mountpoint fstype" of every mount below DIR.
+mounts_below() {
+	awk -v d="$1/" '{ for (i = 7; i <= NF; i++) if ($i == "-") { if (index($5, d) == 1) print $5, $(i+1); break } }' /proc/self/mountinfo
+}
+
 # sshfsm_mounts prints the mount points of all fuse.sshfsm mounts.
 sshfsm_mounts() {
 	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i+1) == "fuse.sshfsm") print $5; break } }' /proc/self/mountinfo
 }
 
-# test_procs prints "pid cmdline" of sshd, ssh, sftp-server and sshfsm
-# processes that belong to test runs: marked by the tests' environment
-# variable, or an sshd serving a testenv configuration.
-test_procs() {
-	local d pid comm cmd
+# run_procs MARKER DIR prints "pid cmdline" of the sshd, ssh, sftp-server and
+# sshfsm processes of one test run: those whose environment holds MARKER
+# (NAME=value) or whose command line names a file below DIR (sshd overwrites
+# its environment with its process title).
+run_procs() {
+	local marker=$1 dir=$2 d pid comm cmd
 	for d in /proc/[0-9]*; do
 		pid=${d#/proc/}
+		[ "$pid" = "$$" ] && continue
 		comm=$(cat "$d/comm" 2>/dev/null) || continue
 		case $comm in sshd | sshd-session | sshd-auth | ssh | sftp-server | sshfsm) ;; *) continue ;; esac
 		[ "$(awk '{ print $3 }' "$d/stat" 2>/dev/null)" = Z ] && continue
 		cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
-		if tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -q '^SSHFSM_TESTENV_RUN=' ||
-			[[ $cmd == *sshfsm-testenv-* ]] || [ "$comm" = sshfsm ]; then
+		if [[ $cmd == *"$dir/"* ]] || tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "$marker"; then
 			printf '%s %s\n' "$pid" "$cmd"
 		fi
 	done

@@ -2,6 +2,9 @@
 # Runs every check of sshfsm, locally and in CI: gofmt, go vet, staticcheck,
 # the tests with the race detector, and a final check that the tests left no
 # mount and no process behind. Installs its own Debian dependencies.
+#
+# SSHFSM_TEST_PKGS narrows the tests (not the other checks) to some packages;
+# SSHFSM_TEST_TIMEOUT changes go test's -timeout (default 20m).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,6 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEST_TIMEOUT=${SSHFSM_TEST_TIMEOUT:-20m}
+read -r -a TEST_PKGS <<<"${SSHFSM_TEST_PKGS:-./...}"
 
 need_go
 # gcc and libc6-dev: the race detector needs cgo.
@@ -17,10 +21,24 @@ ensure_packages openssh-server openssh-client fuse3 sshfs fio git ca-certificate
 ensure_fuse
 export CGO_ENABLED=1
 
-# Mounts and processes that existed before, e.g. the user's own sshfsm
-# mounts, are not the tests' doing.
-before_mounts=$(sshfsm_mounts)
-before_procs=$(test_procs | awk '{ print $1 }')
+# Everything the tests create lives below RUN_DIR, and every process they
+# start inherits RUN_MARKER: that is how leftovers are told from the rest of
+# the machine (the user's own mounts, other runs).
+RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sshfsm-test.XXXXXX")
+RUN_DIR=$(cd "$RUN_DIR" && pwd -P)
+export SSHFSM_TEST_SCRIPT_RUN="$$-$RANDOM"
+RUN_MARKER="SSHFSM_TEST_SCRIPT_RUN=$SSHFSM_TEST_SCRIPT_RUN"
+before_sshfsm_mounts=$(sshfsm_mounts)
+
+remove_run_dir() {
+	# Never delete through a mount.
+	if [ -z "$(mounts_below "$RUN_DIR")" ]; then
+		rm -rf "$RUN_DIR"
+	else
+		echo "warning: $RUN_DIR kept: something is still mounted below it" >&2
+	fi
+}
+trap remove_run_dir EXIT
 
 results=()
 failed=0
@@ -51,28 +69,45 @@ check_gofmt() {
 	return 1
 }
 
+run_tests() {
+	TMPDIR=$RUN_DIR go test -race -count=1 -timeout "$TEST_TIMEOUT" "${TEST_PKGS[@]}"
+}
+
+# check_leftovers reports, then removes, what the tests left behind.
 check_leftovers() {
-	local bad=0 m pid line
+	local bad=0 m fstype pid cmd
+	while read -r m fstype; do
+		[ -n "$m" ] || continue
+		echo "left mounted: $m ($fstype)" >&2
+		bad=1
+		fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done < <(mounts_below "$RUN_DIR")
 	for m in $(sshfsm_mounts); do
-		if ! grep -qxF "$m" <<<"$before_mounts"; then
-			echo "left mounted: $m (unmount with: fusermount3 -uz $m)" >&2
+		grep -qxF "$m" <<<"$before_sshfsm_mounts" && continue
+		[[ $m == "$RUN_DIR/"* ]] && continue
+		# Outside CI, another program of the user may have mounted it.
+		if [ -n "${CI:-}" ]; then
+			echo "left mounted: $m (fuse.sshfsm)" >&2
 			bad=1
+		else
+			echo "warning: new fuse.sshfsm mount during the tests: $m" >&2
 		fi
 	done
-	while read -r pid line; do
+	local pids=()
+	while read -r pid cmd; do
 		[ -n "$pid" ] || continue
-		if ! grep -qx "$pid" <<<"$before_procs"; then
-			echo "left running: pid $pid: $line" >&2
-			bad=1
-		fi
-	done < <(test_procs)
+		echo "left running: pid $pid: $cmd" >&2
+		pids+=("$pid")
+		bad=1
+	done < <(run_procs "$RUN_MARKER" "$RUN_DIR")
+	[ ${#pids[@]} -eq 0 ] || kill -KILL "${pids[@]}" 2>/dev/null || true
 	return $bad
 }
 
 step "gofmt" check_gofmt
 step "go vet" go vet ./...
 step "staticcheck" go run "$STATICCHECK" ./...
-step "go test -race" go test -race -count=1 -timeout "$TEST_TIMEOUT" ./...
+step "go test -race" run_tests
 step "no leftover mounts or processes" check_leftovers
 
 echo
