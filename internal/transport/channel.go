@@ -72,6 +72,12 @@ func (c *channel) begin() {
 	c.stats.outstanding.Add(1)
 }
 
+// unbegin takes back a counted request that was never sent.
+func (c *channel) unbegin() {
+	c.outstanding.Add(-1)
+	c.stats.outstanding.Add(-1)
+}
+
 func (c *channel) end(start time.Time, err error) {
 	c.outstanding.Add(-1)
 	c.stats.outstanding.Add(-1)

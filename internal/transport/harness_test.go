@@ -89,8 +89,24 @@ func (ts *testServer) dial(ctx context.Context) (io.ReadCloser, io.WriteCloser, 
 	ts.mu.Lock()
 	ts.streams = append(ts.streams, s)
 	ts.mu.Unlock()
-	return cr, cw, nil
+	return hookReader{cr, s}, hookWriter{cw, s}, nil
 }
+
+// hookReader and hookWriter cut the whole stream when the client closes
+// its end, as a dying ssh process would.
+type hookReader struct {
+	*io.PipeReader
+	s *stream
+}
+
+func (h hookReader) Close() error { h.s.drop(); return nil }
+
+type hookWriter struct {
+	*io.PipeWriter
+	s *stream
+}
+
+func (h hookWriter) Close() error { h.s.drop(); return nil }
 
 func (s *stream) relay(from *io.PipeReader, to *io.PipeWriter) {
 	defer from.Close()

@@ -1,7 +1,154 @@
 package transport
 
-import "context"
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
 
-func (f *file) splittable(n int) bool { return false }
+	"github.com/pkg/sftp"
+)
 
-func (f *file) readSplit(ctx context.Context, p []byte, off int64) (int, error) { return f.readOne(ctx, p, off) }
+// maxSplit bounds the channels one read is spread over.
+const maxSplit = 8
+
+var errNoSplit = errors.New("file not readable on extra channels")
+
+// splittable reports whether a read of n bytes is worth serving over
+// several channels: read-only files (whose identity can be checked on each
+// channel), at least two packets, more than one channel up.
+func (f *file) splittable(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.write || f.noSplit || !f.knownOK || f.primary == nil || n < 2*f.primary.maxPacket {
+		return false
+	}
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	up := 0
+	for _, c := range f.h.chans {
+		if c != nil && !c.isDead() {
+			up++
+		}
+	}
+	return up > 1
+}
+
+// readSplit reads p in pieces of whole packets served concurrently by the
+// least busy channels, each with its own handle on the file (opened there
+// on first need and checked against the attributes seen at open).
+func (f *file) readSplit(ctx context.Context, p []byte, off int64) (int, error) {
+	mp := f.primary.maxPacket
+	cs := f.h.live(min(len(p)/mp, maxSplit))
+	if len(cs) < 2 {
+		for _, c := range cs {
+			c.unbegin()
+		}
+		return f.readOne(ctx, p, off)
+	}
+	piece := (len(p) + len(cs) - 1) / len(cs)
+	piece = (piece + mp - 1) / mp * mp
+	l := getLease(len(p))
+	defer l.release()
+	type result struct {
+		n   int
+		err error
+	}
+	res := make([]result, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		lo, hi := min(i*piece, len(p)), min((i+1)*piece, len(p))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i].n, res[i].err = f.readPiece(ctx, c, l.b[lo:hi], off+int64(lo), l)
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i, r := range res {
+		n += r.n
+		if r.err != nil && r.err != io.EOF {
+			return 0, f.fail("read", r.err)
+		}
+		if r.err == io.EOF || r.n < min((i+1)*piece, len(p))-i*piece {
+			copy(p, l.b[:n])
+			return n, io.EOF
+		}
+	}
+	return copy(p, l.b[:n]), nil
+}
+
+// readPiece reads one piece on c (counted), falling back to the primary
+// handle when c cannot serve it.
+func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l *lease) (int, error) {
+	dctx, cancel := f.h.withDeadline(ctx)
+	defer cancel()
+	sf, err := f.handleOn(dctx, c)
+	if err == nil {
+		var n int
+		l.hold()
+		err = f.h.run(dctx, c, func() error {
+			var err error
+			n, err = sf.ReadAt(b, off)
+			c.stats.bytesRead.Add(uint64(n))
+			return err
+		}, func(bool) { l.release() })
+		if err == nil || isAnswer(err) || dctx.Err() != nil {
+			return n, err
+		}
+		c.kill(err)
+		f.drop(c)
+	}
+	if dctx.Err() != nil {
+		return 0, dctx.Err()
+	}
+	var n int
+	err = f.do(ctx, l, func(c *channel, sf *sftp.File) error {
+		var err error
+		n, err = sf.ReadAt(b, off)
+		c.stats.bytesRead.Add(uint64(n))
+		return err
+	})
+	return n, err
+}
+
+// handleOn returns the file's handle on c, opening it there if needed. On
+// failure the request counted on c is ended.
+func (f *file) handleOn(ctx context.Context, c *channel) (*sftp.File, error) {
+	f.mu.Lock()
+	sf, closed, noSplit := f.handles[c], f.closed, f.noSplit
+	f.mu.Unlock()
+	switch {
+	case closed:
+		c.unbegin()
+		return nil, errNoSplit
+	case sf != nil:
+		return sf, nil
+	case noSplit:
+		c.unbegin()
+		return nil, errNoSplit
+	}
+	sf, err := f.openChecked(ctx, c)
+	if err != nil {
+		if errors.Is(err, errChanged) {
+			f.mu.Lock()
+			f.noSplit = true
+			f.mu.Unlock()
+		}
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || f.handles[c] != nil {
+		f.h.bg(c, sf.Close)
+		if f.closed {
+			return nil, errNoSplit
+		}
+		sf = f.handles[c]
+	} else {
+		f.handles[c] = sf
+	}
+	c.begin()
+	return sf, nil
+}

@@ -1,0 +1,223 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func randomFile(t *testing.T, path string, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	rand.New(rand.NewSource(int64(n))).Read(b)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestTimeoutRecyclesChannel(t *testing.T) {
+	h, ts, _ := dialTest(t, 1, func(o *Options) { o.Timeout = time.Second })
+	ts.stream(0).freeze()
+	start := time.Now()
+	_, err := h.Remote().Stat(bg, "")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("timed out after %v, want ≤ Timeout+1s", d)
+	}
+	if _, err := h.Remote().Stat(bg, ""); err != nil {
+		t.Fatalf("after reconnect: %v", err)
+	}
+	if ts.count() < 2 || h.Stats().Channels[0].Reconnects < 1 {
+		t.Fatalf("channel not replaced: %d streams, %+v", ts.count(), h.Stats().Channels[0])
+	}
+}
+
+func TestCancellation(t *testing.T) {
+	h, ts, dir := dialTest(t, 1, func(o *Options) { o.Timeout = 10 * time.Second })
+	randomFile(t, filepath.Join(dir, "f"), 1000)
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.stream(0).freeze()
+	ctx, cancel := context.WithCancel(bg)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	buf := make([]byte, 100)
+	_, err = f.ReadAt(ctx, buf, 0)
+	if !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Fatalf("got %v after %v, want Canceled promptly", err, time.Since(start))
+	}
+	ctx, cancel = context.WithCancel(bg)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := h.Remote().ReadDir(ctx, ""); !errors.Is(err, context.Canceled) {
+		t.Fatalf("readdir: %v", err)
+	}
+}
+
+func TestReconnectKeepsReadHandle(t *testing.T) {
+	h, ts, dir := dialTest(t, 1, nil)
+	want := randomFile(t, filepath.Join(dir, "f"), 1<<20)
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	got := make([]byte, len(want))
+	half := len(want) / 2
+	if n, err := f.ReadAt(bg, got[:half], 0); n != half || err != nil {
+		t.Fatal(n, err)
+	}
+	ts.stream(0).drop()
+	if n, err := f.ReadAt(bg, got[half:], int64(half)); n != len(want)-half || (err != nil && err != io.EOF) {
+		t.Fatal(n, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("data differs after reconnect")
+	}
+	if h.Stats().Channels[0].Reconnects < 1 {
+		t.Fatal("no reconnect counted")
+	}
+}
+
+func TestReconnectResendsWrites(t *testing.T) {
+	h, ts, dir := dialTest(t, 1, nil)
+	f, err := h.Remote().Open(bg, "f", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 3*100_000)
+	rand.New(rand.NewSource(1)).Read(want)
+	if _, err := f.WriteAt(bg, want[:100_000], 0); err != nil {
+		t.Fatal(err)
+	}
+	// The server executes the next write but its answer never arrives.
+	ts.stream(0).freeze()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := f.WriteAt(bg, want[100_000:200_000], 100_000); err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ts.stream(0).drop()
+	wg.Wait()
+	ts.stream(1).drop()
+	if _, err := f.WriteAt(bg, want[200_000:], 200_000); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "f"))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("content differs: %d bytes, want %d", len(got), len(want))
+	}
+}
+
+func TestChangedUnderneathIsEIO(t *testing.T) {
+	h, ts, dir := dialTest(t, 1, nil)
+	p := filepath.Join(dir, "f")
+	randomFile(t, p, 5000)
+	rf, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := h.Remote().Open(bg, "f", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-rf.(*file).learned
+	if _, err := wf.WriteAt(bg, []byte("abc"), 0); err != nil {
+		t.Fatal(err)
+	}
+	os.Truncate(p, 10)
+	ts.stream(0).drop()
+	buf := make([]byte, 10)
+	for range 2 {
+		if _, err := rf.ReadAt(bg, buf, 0); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("read after change: %v, want EIO", err)
+		}
+	}
+	if _, err := wf.WriteAt(bg, []byte("abc"), 3); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("write after change: %v, want EIO", err)
+	}
+}
+
+func TestNoReconnectFailsENOTCONN(t *testing.T) {
+	h, ts, _ := dialTest(t, 1, func(o *Options) { o.Reconnect = false })
+	ts.stream(0).drop()
+	start := time.Now()
+	if _, err := h.Remote().Stat(bg, ""); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("got %v, want ENOTCONN", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("ENOTCONN took too long")
+	}
+}
+
+func TestWaitsForReconnect(t *testing.T) {
+	h, ts, _ := dialTest(t, 1, func(o *Options) { o.Timeout = 5 * time.Second })
+	ts.setRefuse(true)
+	ts.stream(0).drop()
+	time.AfterFunc(600*time.Millisecond, func() { ts.setRefuse(false) })
+	if _, err := h.Remote().Stat(bg, ""); err != nil {
+		t.Fatalf("call during outage: %v", err)
+	}
+}
+
+func TestSplitReadUsesSeveralChannels(t *testing.T) {
+	h, _, dir := dialTest(t, 3, nil)
+	want := randomFile(t, filepath.Join(dir, "f"), 1<<20+123)
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	<-f.(*file).learned // reads are split once the attributes at open are known
+	got := make([]byte, len(want)+1000)
+	n, err := f.ReadAt(bg, got, 0)
+	if n != len(want) || err != io.EOF || !bytes.Equal(got[:n], want) {
+		t.Fatalf("split read: %d %v equal=%v", n, err, bytes.Equal(got[:n], want))
+	}
+	used := 0
+	for _, c := range h.Stats().Channels {
+		if c.BytesRead > 0 {
+			used++
+		}
+	}
+	if used < 2 {
+		t.Fatalf("read served by %d channel(s): %+v", used, h.Stats().Channels)
+	}
+}
+
+func TestRequestCounters(t *testing.T) {
+	h, _, _ := dialTest(t, 1, nil)
+	before := h.Stats().Requests
+	h.Remote().Stat(bg, "")
+	h.Remote().Lstat(bg, "")
+	h.Remote().ReadDir(bg, "")
+	h.Remote().Rename(bg, "a", "b", false)
+	after := h.Stats().Requests
+	for _, k := range []string{"STAT", "LSTAT", "OPENDIR", "READDIR", "posix-rename@openssh.com"} {
+		if after[k] <= before[k] {
+			t.Errorf("%s not counted: %d → %d", k, before[k], after[k])
+		}
+	}
+	if after["WRITE"] != 0 {
+		t.Errorf("WRITE counted without writes")
+	}
+}
