@@ -139,8 +139,11 @@ func (r hostRemote) Remove(ctx context.Context, p string) error {
 func (r hostRemote) Rmdir(ctx context.Context, p string) error {
 	abs := r.h.abs(p)
 	err := r.h.do(ctx, false, func(c *channel) error { return c.client.RemoveDirectory(abs) })
-	if isFailure(err) {
+	switch statusCode(err) {
+	case fxFailure:
 		err = r.probe(ctx, p, err, probeNotDir, probeNotEmpty, probeFS)
+	case fxNoSuchFile: // OpenSSH reports ENOTDIR as "no such file"
+		err = r.probe(ctx, p, err, probeNotDir)
 	}
 	return r.fail("rmdir", p, err)
 }

@@ -1,0 +1,177 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/testenv"
+)
+
+// sshOptions returns Options reaching a real sshd through its client config.
+func sshOptions(h *testenv.Host) Options {
+	return Options{Host: h.Alias, SSHArgs: h.SSHArgs(), Dir: h.Dir, Conns: 2,
+		Timeout: 5 * time.Second, Reconnect: true}
+}
+
+// altConfig writes a copy of the host's client config with lines replaced.
+func altConfig(t *testing.T, h *testenv.Host, repl ...string) string {
+	t.Helper()
+	block := h.ConfigBlock()
+	for i := 0; i+1 < len(repl); i += 2 {
+		block = strings.ReplaceAll(block, repl[i], repl[i+1])
+	}
+	p := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestSSHDialErrors(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	os.WriteFile(filepath.Join(h.Dir, "file"), nil, 0o644)
+	key := filepath.Join(t.TempDir(), "otherkey")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	emptyKnown := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(emptyKnown, nil, 0o600)
+	cases := []struct {
+		name   string
+		mod    func(o *Options)
+		kind   error
+		detail string
+	}{
+		{"refused", func(o *Options) { o.Port = freePort(t) }, ErrUnreachable, "refused"},
+		{"bad key", func(o *Options) {
+			o.SSHArgs = []string{"-F", altConfig(t, h, h.IdentityFile, key)}
+		}, ErrAuth, "Permission denied"},
+		{"unknown host key", func(o *Options) {
+			o.SSHArgs = []string{"-F", altConfig(t, h, h.KnownHosts, emptyKnown)}
+		}, ErrAuth, "host key verification failed"},
+		{"missing dir", func(o *Options) { o.Dir = h.Dir + "/nope" }, ErrNoDir, "nope"},
+		{"file, not dir", func(o *Options) { o.Dir = h.Dir + "/file" }, ErrNotDir, "file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := sshOptions(h)
+			c.mod(&o)
+			start := time.Now()
+			host, err := Dial(context.Background(), o)
+			if err == nil {
+				host.Close()
+				t.Fatal("dial succeeded")
+			}
+			if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.detail) {
+				t.Fatalf("got %q, want kind %v with %q", err, c.kind, c.detail)
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("dial took %v", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestSSHReadWrite(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	h, err := Dial(context.Background(), sshOptions(th))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	waitUp(t, h, 2)
+	r := h.Remote()
+	want := make([]byte, 3<<20+17)
+	rand.New(rand.NewSource(2)).Read(want)
+	f, err := r.Open(bg, "big", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(want); off += 1 << 20 {
+		if _, err := f.WriteAt(bg, want[off:min(off+1<<20, len(want))], int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(th.Dir, "big")); !bytes.Equal(got, want) {
+		t.Fatal("remote content differs")
+	}
+	rf, err := r.Open(bg, "big", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close(bg)
+	<-rf.(*file).learned
+	got := make([]byte, len(want))
+	n, err := rf.ReadAt(bg, got, 0)
+	if n != len(want) || (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
+		t.Fatalf("read back %d %v", n, err)
+	}
+	if mp := rf.(*file).primary.maxPacket; mp != maxPacketLimits {
+		t.Errorf("packet size %d: limits@openssh.com not used", mp)
+	}
+	if uid, _, ok := h.RemoteUser(); !ok || uid != uint32(os.Getuid()) {
+		t.Errorf("remote user %d %v", uid, ok)
+	}
+	// Errors OpenSSH reports as generic failures.
+	os.MkdirAll(filepath.Join(th.Dir, "full/sub"), 0o755)
+	if err := r.Rmdir(bg, "full"); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Errorf("rmdir non-empty: %v", err)
+	}
+	if err := r.Rmdir(bg, "big"); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("rmdir file: %v", err)
+	}
+	if err := r.Mkdir(bg, "big", 0o755); !errors.Is(err, os.ErrExist) {
+		t.Errorf("mkdir existing: %v", err)
+	}
+	os.WriteFile(filepath.Join(th.Dir, "other"), []byte("o"), 0o644)
+	if err := r.Rename(bg, "other", "big", true); !errors.Is(err, os.ErrExist) {
+		t.Errorf("rename noreplace: %v", err)
+	}
+}
+
+func TestSSHTimeoutOnFrozenHost(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	o := sshOptions(th)
+	o.Conns, o.Timeout = 1, time.Second
+	h, err := Dial(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	th.Freeze()
+	start := time.Now()
+	_, err = h.Remote().Stat(bg, "")
+	th.Thaw()
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Fatalf("got %v after %v", err, time.Since(start))
+	}
+	if _, err := h.Remote().Stat(bg, ""); err != nil {
+		t.Fatalf("after thaw and reconnect: %v", err)
+	}
+}
