@@ -88,7 +88,7 @@ func runDaemonChild(args []string) config.ExitCode {
 	}
 	log := newLogger(os.Stderr, cfg.Debug)
 	sigs := notifySignals(false)
-	m, err := mount(cfg, log)
+	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {
 		return report(err)
 	}

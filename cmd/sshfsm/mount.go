@@ -31,7 +31,7 @@ type mounted struct {
 
 // mount checks the mountpoint, connects, mounts and verifies that the mount
 // answers. Its errors are *config.Error with the matching exit code.
-func mount(cfg *config.Config, log *slog.Logger) (*mounted, error) {
+func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted, error) {
 	mp, err := checkMountpoint(cfg.Mountpoint)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func mount(cfg *config.Config, log *slog.Logger) (*mounted, error) {
 		return nil, err
 	}
 	b := cfg.Branches[0]
-	host, err := transport.Dial(context.Background(), transportOptions(cfg, b, log))
+	host, err := transport.Dial(ctx, transportOptions(cfg, b, log))
 	if err != nil {
 		return nil, dialError(b, err)
 	}
@@ -59,7 +59,7 @@ func mount(cfg *config.Config, log *slog.Logger) (*mounted, error) {
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
 	m := &mounted{mountpoint: mp, host: host, server: srv, log: log}
-	if err := verify(mp, cfg.SSH.Timeout); err != nil {
+	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.host.Close()
 		return nil, err
@@ -199,7 +199,7 @@ func dialError(b config.Branch, err error) error {
 }
 
 // verify checks that the mount answers a stat of its root within timeout.
-func verify(mp string, timeout time.Duration) error {
+func verify(ctx context.Context, mp string, timeout time.Duration) error {
 	done := make(chan error, 1)
 	go func() {
 		fi, err := os.Stat(mp)
@@ -216,5 +216,35 @@ func verify(mp string, timeout time.Duration) error {
 		return nil
 	case <-time.After(timeout):
 		return config.Errorf(config.ExitMount, "mount at %s did not answer within %v", mp, timeout)
+	case <-ctx.Done():
+		return config.Errorf(config.ExitMount, "mount at %s: %v", mp, ctx.Err())
 	}
+}
+
+// mountUnlessSignalled mounts, abandoning the attempt (and undoing any
+// mount) when one of sigs arrives first; later signals stay in sigs.
+func mountUnlessSignalled(cfg *config.Config, log *slog.Logger, sigs <-chan os.Signal) (*mounted, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sig os.Signal
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case sig = <-sigs:
+			cancel()
+		case <-stop:
+		}
+	}()
+	m, err := mount(ctx, cfg, log)
+	close(stop)
+	<-watched
+	if sig == nil {
+		return m, err
+	}
+	if m != nil {
+		m.unmount()
+		m.host.Close()
+	}
+	return nil, config.Errorf(config.ExitMount, "interrupted by %v before the mount was ready", sig)
 }

@@ -321,3 +321,43 @@ func TestDeadMountpoint(t *testing.T) {
 	r := sshfsm(t, 20*time.Second, append(ssh, h.Alias+":", mnt)...)
 	expectFailure(t, r, config.ExitMountpoint, "is a dead mount (transport endpoint is not connected); run fusermount3 -u")
 }
+
+// TestSignalWhileConnecting: SIGTERM ends sshfsm -f even while the server
+// does not answer.
+func TestSignalWhileConnecting(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	mnt := mountpoint(t)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	cmd := exec.Command(binary(t), "-f", "-p", port, "-o", "ConnectTimeout=60,BatchMode=yes", "127.0.0.1:", mnt)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("sshfsm -f ignored SIGTERM while connecting")
+	}
+	expectFailure(t, result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()},
+		config.ExitMount, "interrupted by terminated before the mount was ready")
+}

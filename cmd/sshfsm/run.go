@@ -64,7 +64,7 @@ func oneLine(s string) string {
 func runForeground(cfg *config.Config) config.ExitCode {
 	log := newLogger(os.Stderr, cfg.Debug)
 	sigs := notifySignals(true)
-	m, err := mount(cfg, log)
+	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {
 		return fail(os.Stderr, err)
 	}

@@ -63,11 +63,7 @@ func wrap(text string, indent string, width int) []string {
 
 // optionNames is the option and its aliases as written in docs.
 func optionNames(o Option) string {
-	names := []string{o.Usage()}
-	for _, a := range o.Aliases {
-		names = append(names, a)
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(append([]string{o.Usage()}, o.Aliases...), ", ")
 }
 
 // helpWithDefault is the option's help followed by its default, if any.
