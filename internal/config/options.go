@@ -55,11 +55,7 @@ func sshOptions() []Option {
 		"Port of the ssh server; same as -p PORT.",
 		func(c *Config, n int) { c.SSH.Port = n })
 	port.Fold = true
-	comp := enumOpt("compression", "", []string{"yes", "no"}, s,
-		"Compress the ssh stream; compression=yes is the same as -C.",
-		func(c *Config, v string) { c.SSH.Compression = v == "yes" })
-	comp.Fold = true
-	return []Option{port, comp}
+	return []Option{port}
 }
 
 func mountOptions() []Option {

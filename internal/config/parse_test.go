@@ -105,7 +105,7 @@ func TestOptions(t *testing.T) {
 		{[]string{"-o", "Port=23"}, func(c *Config) any { return c.SSH.Port }, 23},
 		{[]string{"-o", "PORT=24"}, func(c *Config) any { return c.SSH.Port }, 24},
 		{[]string{"-C"}, func(c *Config) any { return c.SSH.Compression }, true},
-		{[]string{"-o", "Compression=yes"}, func(c *Config) any { return c.SSH.Compression }, true},
+		{[]string{"-o", "compression=no"}, func(c *Config) any { return c.SSH.Args() }, []string{"-oCompression=no"}},
 		{[]string{"-F", "/etc/cfg"}, func(c *Config) any { return c.SSH.ConfigFile }, "/etc/cfg"},
 		{[]string{"-F/etc/cfg2"}, func(c *Config) any { return c.SSH.ConfigFile }, "/etc/cfg2"},
 		{[]string{"-o", "workaround=rename:nobuflimit,sshfs_sync,no_readahead,sync_readdir,delay_connect"},
