@@ -175,3 +175,23 @@ func TestSSHTimeoutOnFrozenHost(t *testing.T) {
 		t.Fatalf("after thaw and reconnect: %v", err)
 	}
 }
+
+func TestSSHArgvDefaults(t *testing.T) {
+	o := Options{Host: "127.0.0.2", SSHArgs: []string{"-F", "/dev/null"}, Timeout: 3 * time.Second}
+	extra := sshDefaults(context.Background(), &o, gcmCiphers)
+	joined := strings.Join(extra, " ")
+	if !strings.Contains(joined, "-oServerAliveInterval=15") || !strings.Contains(joined, "-oCiphers=aes128-gcm@openssh.com,aes256-gcm@openssh.com,") {
+		t.Errorf("defaults %q", joined)
+	}
+	if !strings.Contains(joined, "-oConnectTimeout=3") {
+		t.Errorf("no ConnectTimeout: %q", joined)
+	}
+	o.SSHArgs = append(o.SSHArgs, "-o", "ServerAliveInterval 5", "-oCiphers=aes256-ctr", "-oConnectTimeout=9")
+	if extra := strings.Join(sshDefaults(context.Background(), &o, gcmCiphers), " "); strings.Contains(extra, "ServerAlive") || strings.Contains(extra, "Ciphers") || strings.Contains(extra, "Connect") {
+		t.Errorf("user options overridden: %q", extra)
+	}
+	argv := sshArgv(&o, extra, true)
+	if argv[0] != "ssh" || !contains(argv, "-oBatchMode=yes") || argv[len(argv)-3] != "-s" || argv[len(argv)-1] != "sftp" {
+		t.Errorf("argv %q", argv)
+	}
+}

@@ -167,8 +167,9 @@ func (p *sshProc) kill() {
 }
 
 // sshDefaults returns the -o options we add unless the user configured
-// them: keepalives (so a dead link is noticed) and ConnectTimeout.
-func sshDefaults(ctx context.Context, o *Options, ciphers string) []string {
+// them: keepalives (so a dead link is noticed), ConnectTimeout, and the
+// preferred ciphers.
+func sshDefaults(ctx context.Context, o *Options, prefer []string) []string {
 	var extra []string
 	cfg := sshConfig(ctx, o)
 	if !userSetOption(o.SSHArgs, "ServerAliveInterval") && isDefault(cfg, "serveraliveinterval", "0") {
@@ -181,8 +182,10 @@ func sshDefaults(ctx context.Context, o *Options, ciphers string) []string {
 		secs := int((o.Timeout + time.Second - 1) / time.Second)
 		extra = append(extra, "-oConnectTimeout="+strconv.Itoa(secs))
 	}
-	if ciphers != "" && !userSetOption(o.SSHArgs, "Ciphers") && isDefault(cfg, "ciphers", defaultCiphers(ctx, o)) {
-		extra = append(extra, "-oCiphers="+ciphers)
+	if def := defaultCiphers(ctx, o); !userSetOption(o.SSHArgs, "Ciphers") && cfg["ciphers"] == def {
+		if list := cipherList(prefer, def); list != "" {
+			extra = append(extra, "-oCiphers="+list)
+		}
 	}
 	return extra
 }
@@ -190,8 +193,8 @@ func sshDefaults(ctx context.Context, o *Options, ciphers string) []string {
 // sshConfig runs `ssh -G` for the destination and returns its effective
 // configuration (lowercase keys). An empty map when ssh cannot tell.
 func sshConfig(ctx context.Context, o *Options) map[string]string {
-	argv := sshArgv(o, nil, true)
-	argv = argv[:len(argv)-2] // drop destination and subsystem
+	argv := sshArgv(o, nil, false) // BatchMode would show ServerAliveInterval 300
+	argv = argv[:len(argv)-2]      // drop destination and subsystem
 	if o.SFTPServer == "" {
 		argv = argv[:len(argv)-1] // "-s"
 	}
