@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -106,9 +107,17 @@ func mount(t *testing.T, h *testenv.Host, spec mountSpec) *Mount {
 	return m
 }
 
+// foregroundEnv, when set, runs every mount in the foreground (-f) as a
+// child of the test and shows its log when the test fails.
+const foregroundEnv = "SSHFSM_E2E_FOREGROUND"
+
 // start runs the binary, which daemonizes and returns once the mount works.
 func (m *Mount) start(t *testing.T) {
 	t.Helper()
+	if os.Getenv(foregroundEnv) != "" {
+		m.startForeground(t)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args := append(append([]string(nil), m.args...), m.Dir)
@@ -128,6 +137,9 @@ func (m *Mount) start(t *testing.T) {
 
 // unmount unmounts and waits for the daemon to exit.
 func (m *Mount) unmount(t *testing.T) {
+	if t.Failed() {
+		t.Logf("sshd log of %s:\n%s", m.Host.Alias, m.Host.Log())
+	}
 	pid := m.daemonPID()
 	if err := testenv.Unmount(m.Dir); err != nil {
 		t.Error(err)
@@ -234,4 +246,62 @@ func eventually(t *testing.T, d time.Duration, what string, f func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startForeground runs the binary with -f and waits for the mount to appear.
+func (m *Mount) startForeground(t *testing.T) {
+	t.Helper()
+	args := append(append([]string{"-f"}, m.args...), m.Dir)
+	cmd := exec.Command(binary(t), args...)
+	log := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", cmd, log.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !testenv.MountedAt(m.Dir) {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited before mounting: %v\n%s", cmd, cmd.ProcessState, log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not mount within 30s\n%s", cmd, log.String())
+		}
+	}
+	t.Logf("mounted in the foreground: %s", strings.Join(args, " "))
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -56,15 +57,24 @@ func expected(seed uint64, off, n int64) []byte {
 
 // outage kills the host's sshd and everything it serves, and restarts it on
 // the same port after d; the returned channel yields the restart's result.
-func outage(h *testenv.Host, d time.Duration) <-chan error {
+func outage(t *testing.T, h *testenv.Host, d time.Duration) <-chan error {
+	t.Logf("%s killing sshd of %s; restarting it in %v", stamp(), h.Alias, d)
 	h.Kill()
 	done := make(chan error, 1)
 	go func() {
 		time.Sleep(d)
-		done <- h.Restart()
+		err := h.Restart()
+		if err != nil {
+			t.Logf("%s restarting sshd: %v", stamp(), err)
+		} else {
+			t.Logf("%s sshd of %s restarted", stamp(), h.Alias)
+		}
+		done <- err
 	}()
 	return done
 }
+
+func stamp() string { return time.Now().UTC().Format("15:04:05.000") }
 
 func waitRestart(t *testing.T, restarted <-chan error) {
 	t.Helper()
@@ -108,7 +118,7 @@ func TestReconnectDuringSequentialRead(t *testing.T) {
 				return fmt.Errorf("read at offset %d: %w", total, err)
 			}
 			if restarted == nil && total >= 64*mib {
-				restarted = outage(h, time.Second)
+				restarted = outage(t, h, time.Second)
 			}
 		}
 		if total != size {
@@ -122,58 +132,44 @@ func TestReconnectDuringSequentialRead(t *testing.T) {
 	waitRestart(t, restarted)
 }
 
-// TestReconnectDuringWrite kills sshd while a 128 MiB file is being written;
-// write, fsync and close must succeed and the server must hold exactly the
-// bytes written.
+// TestReconnectDuringWrite kills sshd while another process writes a
+// 128 MiB file; its writes, fsync and close must succeed and the server
+// must hold exactly the bytes written.
 func TestReconnectDuringWrite(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	m := mount(t, h, mountSpec{opts: []string{"reconnect"}})
 	const size = 128 * mib
-
-	var restarted <-chan error
-	sum := sha256.New()
-	within(t, 120*time.Second, "writing 128 MiB across an sshd restart", func() error {
-		f, err := os.Create(m.Path("written"))
-		if err != nil {
-			return err
-		}
-		src := content(2)
-		buf := make([]byte, mib)
-		for total := 0; total < size; total += len(buf) {
-			io.ReadFull(src, buf)
-			sum.Write(buf)
-			if _, err := f.Write(buf); err != nil {
-				f.Close()
-				return fmt.Errorf("write at offset %d: %w", total, err)
-			}
-			if restarted == nil && total >= 32*mib {
-				restarted = outage(h, time.Second)
-			}
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return fmt.Errorf("fsync: %w", err)
-		}
-		return f.Close()
-	})
+	w := startHelper(t, "write", m.Path("written"), strconv.Itoa(size), "2", strconv.Itoa(32*mib))
+	w.expect(t, "paused", 60*time.Second)
+	restarted := outage(t, h, time.Second)
+	w.resume(t)
+	w.expect(t, "done", 120*time.Second)
 	waitRestart(t, restarted)
-	got := sha256.New()
-	f, err := os.Open(h.Dir + "/written")
+	checkServerFile(t, h.Dir+"/written", size, 2)
+}
+
+// checkServerFile compares the server's file with content(seed).
+func checkServerFile(t *testing.T, path string, size int64, seed uint64) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	got := sha256.New()
 	n, err := io.Copy(got, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != size || !bytes.Equal(got.Sum(nil), sum.Sum(nil)) {
-		t.Fatalf("server file: %d bytes, SHA-256 match %v; want %d bytes, identical", n, bytes.Equal(got.Sum(nil), sum.Sum(nil)), size)
+	if n != size || [32]byte(got.Sum(nil)) != contentSum(seed, size) {
+		t.Fatalf("server file %s: %d bytes, identical content %v; want %d identical bytes",
+			path, n, [32]byte(got.Sum(nil)) == contentSum(seed, size), size)
 	}
 }
 
-// TestOpenHandlesSurviveReconnect opens a file for reading and another for
-// writing, restarts sshd, and uses both handles afterwards.
+// TestOpenHandlesSurviveReconnect opens a file for reading (here) and one
+// for writing (in a helper process), restarts sshd, and uses both handles
+// afterwards.
 func TestOpenHandlesSurviveReconnect(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	const size = 16 * mib
@@ -185,22 +181,17 @@ func TestOpenHandlesSurviveReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	w, err := os.Create(m.Path("w"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	head := make([]byte, 64<<10)
 	if _, err := io.ReadFull(r, head); err != nil || !bytes.Equal(head, expected(3, 0, int64(len(head)))) {
 		t.Fatalf("reading before the outage: %v", err)
 	}
-	if _, err := w.Write([]byte("before|")); err != nil {
-		t.Fatal(err)
-	}
+	w := startHelper(t, "write", m.Path("w"), strconv.Itoa(2*mib), "5", strconv.Itoa(mib))
+	w.expect(t, "paused", 30*time.Second)
 
-	waitRestart(t, outage(h, 500*time.Millisecond))
+	waitRestart(t, outage(t, h, 500*time.Millisecond))
 
-	within(t, 60*time.Second, "using handles opened before the restart", func() error {
+	w.resume(t)
+	within(t, 60*time.Second, "reading through a handle opened before the restart", func() error {
 		tail := make([]byte, mib)
 		if _, err := r.ReadAt(tail, 12*mib); err != nil {
 			return fmt.Errorf("read after restart: %w", err)
@@ -208,18 +199,10 @@ func TestOpenHandlesSurviveReconnect(t *testing.T) {
 		if !bytes.Equal(tail, expected(3, 12*mib, mib)) {
 			return errors.New("read after restart returned wrong bytes")
 		}
-		if _, err := w.Write([]byte("after")); err != nil {
-			return fmt.Errorf("write after restart: %w", err)
-		}
-		if err := w.Sync(); err != nil {
-			return fmt.Errorf("fsync after restart: %w", err)
-		}
 		return nil
 	})
-	got, err := os.ReadFile(h.Dir + "/w")
-	if err != nil || string(got) != "before|after" {
-		t.Fatalf("server file w = %q, %v; want %q", got, err, "before|after")
-	}
+	w.expect(t, "done", 60*time.Second)
+	checkServerFile(t, h.Dir+"/w", 2*mib, 5)
 }
 
 // TestChangedDuringOutageFailsEIO changes a file on the server while sshd is
