@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -289,5 +288,3 @@ var syntheticStatFS = remote.StatFS{
 }
 
 func (r hostRemote) Close() error { return r.h.Close() }
-
-var errNotConn = errors.New("not connected")

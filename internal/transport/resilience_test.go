@@ -141,6 +141,7 @@ func TestChangedUnderneathIsEIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-rf.(*file).learned
+	<-wf.(*file).learned
 	if _, err := wf.WriteAt(bg, []byte("abc"), 0); err != nil {
 		t.Fatal(err)
 	}

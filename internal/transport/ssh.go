@@ -153,6 +153,10 @@ func startSSH(argv []string, interactive bool, sink func(string)) (*sshProc, err
 	go p.errs.consume(errR)
 	go func() {
 		cmd.Wait()
+		select { // ssh's children may hold stderr open
+		case <-p.errs.done:
+		case <-time.After(time.Second):
+		}
 		errR.Close()
 		close(p.exited)
 	}()
