@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/testenv"
+)
+
+// TestInterruptedCallsTakeNoEffect interrupts unlink, mkdir and rename
+// with a stream of harmless signals (SIGURG, which the Go runtime uses for
+// preemption and which makes the kernel send FUSE interrupts). A call may
+// succeed or, if the file system honours the interrupt, fail with EINTR;
+// but a call that reports EINTR must have changed nothing on the server.
+func TestInterruptedCallsTakeNoEffect(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	m := mount(t, h, mountSpec{})
+	const n = 200
+	for i := range n {
+		if err := os.WriteFile(h.Dir+fmt.Sprintf("/u%d", i), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid, tid := os.Getpid(), syscall.Gettid()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			syscall.Tgkill(pid, tid, syscall.SIGURG)
+			time.Sleep(20 * time.Microsecond)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	exists := func(p string) bool {
+		_, err := os.Lstat(p)
+		return err == nil
+	}
+	interrupted := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; i < n && time.Now().Before(deadline); i++ {
+		ops := []struct {
+			name string
+			call func() error
+			done func() bool // whether the server shows the call's effect
+		}{
+			{"unlink", func() error { return syscall.Unlink(m.Path(fmt.Sprintf("u%d", i))) },
+				func() bool { return !exists(h.Dir + fmt.Sprintf("/u%d", i)) }},
+			{"mkdir", func() error { return syscall.Mkdir(m.Path(fmt.Sprintf("d%d", i)), 0o755) },
+				func() bool { return exists(h.Dir + fmt.Sprintf("/d%d", i)) }},
+			{"rename", func() error {
+				return syscall.Rename(m.Path(fmt.Sprintf("d%d", i)), m.Path(fmt.Sprintf("r%d", i)))
+			}, func() bool { return exists(h.Dir + fmt.Sprintf("/r%d", i)) }},
+		}
+		for _, op := range ops {
+			var err error
+			for {
+				err = op.call()
+				if !errors.Is(err, syscall.EINTR) {
+					break
+				}
+				interrupted++
+				if op.done() {
+					t.Fatalf("%s #%d returned EINTR but the server shows it done", op.name, i)
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s #%d: %v", op.name, i, err)
+			}
+			if !op.done() {
+				t.Fatalf("%s #%d succeeded but the server does not show it", op.name, i)
+			}
+		}
+	}
+	t.Logf("%d calls returned EINTR; none of them had taken effect", interrupted)
+}
