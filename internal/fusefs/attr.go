@@ -92,7 +92,6 @@ func (f *filesys) remoteSetAttr(in *fuse.SetAttrIn) remote.SetAttr {
 	return sa
 }
 
-func isDir(a remote.Attr) bool  { return a.Mode&syscall.S_IFMT == syscall.S_IFDIR }
 func isLink(a remote.Attr) bool { return a.Mode&syscall.S_IFMT == syscall.S_IFLNK }
 
 // fileType is the S_IFMT part of a remote mode, regular file if unset.

@@ -183,7 +183,7 @@ func (h *Host) dialFailure(c *channel, err error) error {
 	case <-c.proc.exited:
 	case <-time.After(time.Second):
 	}
-	kind, detail := classifyStderr(c.proc.errs.tail())
+	detail, kind := classifyStderr(c.proc.errs.tail())
 	if detail == "" {
 		detail = err.Error()
 	}

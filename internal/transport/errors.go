@@ -38,7 +38,7 @@ func (e *DialError) Unwrap() error { return e.Kind }
 
 // classifyStderr picks the dial failure kind from ssh's stderr lines and
 // returns the line that explains it best.
-func classifyStderr(lines []string) (kind error, detail string) {
+func classifyStderr(lines []string) (detail string, kind error) {
 	unreachable := []string{"connection refused", "no route to host", "could not resolve",
 		"timed out", "network is unreachable", "name or service not known",
 		"temporary failure in name resolution", "connection reset", "connection closed by"}
@@ -49,17 +49,17 @@ func classifyStderr(lines []string) (kind error, detail string) {
 		switch {
 		case strings.Contains(l, "host key verification failed"),
 			strings.Contains(l, "remote host identification has changed"):
-			return ErrAuth, "host key verification failed"
+			return "host key verification failed", ErrAuth
 		case containsAny(l, auth):
-			return ErrAuth, lines[i]
+			return lines[i], ErrAuth
 		case containsAny(l, unreachable):
-			return ErrUnreachable, lines[i]
+			return lines[i], ErrUnreachable
 		}
 	}
 	if len(lines) > 0 {
-		return ErrSSH, lines[len(lines)-1]
+		return lines[len(lines)-1], ErrSSH
 	}
-	return ErrSSH, ""
+	return "", ErrSSH
 }
 
 func containsAny(s string, subs []string) bool {
