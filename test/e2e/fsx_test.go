@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"sshfsm/internal/fsx"
@@ -11,7 +13,23 @@ import (
 
 // fsxSeeds are the seeds every mount configuration runs; a failure report
 // names its seed, and fsx.Run with that seed repeats the same operations.
-var fsxSeeds = []uint64{1, 2, 3}
+// SSHFSM_E2E_FSX_SEEDS (comma-separated) replaces them, to repeat a reported
+// failure or to explore new sequences.
+func fsxSeeds(t *testing.T) []uint64 {
+	env := os.Getenv("SSHFSM_E2E_FSX_SEEDS")
+	if env == "" {
+		return []uint64{1, 2, 3}
+	}
+	var seeds []uint64
+	for _, f := range strings.Split(env, ",") {
+		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			t.Fatalf("SSHFSM_E2E_FSX_SEEDS: %v", err)
+		}
+		seeds = append(seeds, s)
+	}
+	return seeds
+}
 
 const fsxOps = 3000
 
@@ -51,13 +69,13 @@ func runFsx(t *testing.T, m *Mount, seeds []uint64, kinds []fsx.Kind) {
 func TestFsxDefault(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	m := mount(t, h, mountSpec{})
-	runFsx(t, m, fsxSeeds, nil)
+	runFsx(t, m, fsxSeeds(t), nil)
 }
 
 func TestFsxOneConnection(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.3")
 	m := mount(t, h, mountSpec{opts: []string{"max_conns=1"}})
-	runFsx(t, m, fsxSeeds, nil)
+	runFsx(t, m, fsxSeeds(t), nil)
 }
 
 // TestFsxHugeOffsets includes writes beyond 4 GiB, which SFTP carries as
