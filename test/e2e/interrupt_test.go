@@ -68,15 +68,20 @@ func TestInterruptedCallsTakeNoEffect(t *testing.T) {
 		}
 		for _, op := range ops {
 			var err error
+			eintr := 0
 			for {
 				err = op.call()
 				if !errors.Is(err, syscall.EINTR) {
 					break
 				}
 				interrupted++
+				eintr++
 				if op.done() {
 					t.Fatalf("%s #%d returned EINTR but the server shows it done", op.name, i)
 				}
+			}
+			if err != nil && eintr > 0 {
+				t.Fatalf("%s #%d: %v on retrying after %d EINTR: an interrupted call took effect after all", op.name, i, err, eintr)
 			}
 			if err != nil {
 				t.Fatalf("%s #%d: %v", op.name, i, err)
