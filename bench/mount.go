@@ -65,11 +65,24 @@ var live = struct {
 	m map[string]bool
 }{m: map[string]bool{}}
 
-// doMount mounts dir of alias with t at mnt and returns once it serves.
+// doMount mounts dir of alias with t at mnt and returns once it serves,
+// trying again when a mount attempt fails or hangs.
 func doMount(ctx context.Context, t *tool, cfg, alias, dir, mnt string) (*mount, error) {
 	if t.local {
 		return &mount{tool: t, path: dir}, nil
 	}
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var m *mount
+		if m, err = mountOnce(ctx, t, cfg, alias, dir, mnt); err == nil || ctx.Err() != nil {
+			return m, err
+		}
+		logf("mount attempt %d by %s failed: %v", attempt, t.key, err)
+	}
+	return nil, err
+}
+
+func mountOnce(ctx context.Context, t *tool, cfg, alias, dir, mnt string) (*mount, error) {
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		return nil, err
 	}
@@ -77,7 +90,7 @@ func doMount(ctx context.Context, t *tool, cfg, alias, dir, mnt string) (*mount,
 	live.m[mnt] = true
 	live.Unlock()
 	argv := t.argv(cfg, alias, dir, mnt)
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	var out strings.Builder
@@ -85,7 +98,8 @@ func doMount(ctx context.Context, t *tool, cfg, alias, dir, mnt string) (*mount,
 	// The daemon's children (ssh) may keep the output pipe open.
 	cmd.WaitDelay = 2 * time.Second
 	cmd.Cancel = func() error {
-		logf("mount by %s hangs: %s", t.key, procTree(cmd.Process.Pid))
+		logf("mount by %s hangs: %s; processes naming the mount point: %s; blocked processes: %s",
+			t.key, procTree(cmd.Process.Pid), procsNaming(mnt), blockedProcs())
 		return cmd.Process.Kill()
 	}
 	if err := cmd.Run(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
@@ -244,4 +258,45 @@ func procTree(pid int) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// procsNaming describes every process whose command line names mnt, such as
+// a fusermount3 detached from the mounting process.
+func procsNaming(mnt string) string {
+	var parts []string
+	for _, pid := range pids() {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(b), mnt) {
+			parts = append(parts, procTree(pid))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// blockedProcs describes processes in uninterruptible sleep, with the top of
+// their kernel stack when readable.
+func blockedProcs() string {
+	var parts []string
+	for _, pid := range pids() {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'D' {
+			continue
+		}
+		stack, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stack", pid))
+		lines := strings.Split(strings.TrimSpace(string(stack)), "\n")
+		parts = append(parts, procTree(pid)+" stack: "+strings.Join(lines[:min(len(lines), 6)], " < "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func pids() []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
