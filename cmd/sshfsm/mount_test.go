@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -360,4 +361,95 @@ func TestSignalWhileConnecting(t *testing.T) {
 	}
 	expectFailure(t, result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()},
 		config.ExitMount, "interrupted by terminated before the mount was ready")
+}
+
+// helperLink is where the mount tests install sshfsm for mount(8): mount
+// runs helpers with PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:..., not
+// the caller's PATH, and mount.fuse3 finds "sshfsm" for fuse.sshfsm there.
+const helperLink = "/usr/local/sbin/sshfsm"
+
+// installHelper links the built binary at helperLink until the test ends.
+// It never replaces an sshfsm that is already there.
+func installHelper(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mount(8) with a fuse helper needs root")
+	}
+	if _, err := exec.LookPath("mount.fuse3"); err != nil {
+		t.Skip("mount.fuse3 is not installed")
+	}
+	if _, err := os.Lstat(helperLink); err == nil {
+		t.Skipf("%s already exists; not replacing it", helperLink)
+	}
+	bin := binary(t)
+	if err := os.Symlink(bin, helperLink); err != nil {
+		t.Skipf("cannot install sshfsm for mount(8): %v", err)
+	}
+	t.Cleanup(func() {
+		if target, err := os.Readlink(helperLink); err == nil && target == bin {
+			if err := os.Remove(helperLink); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// TestMountTypeSshfsm mounts with "mount -t fuse.sshfsm" and from an fstab
+// line, as users do, with the options ssh needs in -o.
+func TestMountTypeSshfsm(t *testing.T) {
+	h, _ := sshHost(t)
+	installHelper(t)
+	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("typed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	source := h.User + "@" + h.Addr + ":" + h.Dir
+	sshOpts := "Port=" + strconv.Itoa(h.Port) + ",IdentityFile=" + h.IdentityFile +
+		",IdentitiesOnly=yes,UserKnownHostsFile=" + h.KnownHosts + ",BatchMode=yes"
+	check := func(how, mnt string) {
+		t.Helper()
+		if src, typ := mountSource(mnt); typ != "fuse.sshfsm" || src != source {
+			t.Errorf("%s: mount table: %q %q", how, src, typ)
+		}
+		if b, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(b) != "typed" {
+			t.Errorf("%s: read %q, %v", how, b, err)
+		}
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Fatalf("%s: umount: %v: %s", how, err, out)
+		}
+		waitGone(t, mnt)
+		if testenv.MountedAt(mnt) {
+			t.Errorf("%s: still mounted after umount", how)
+		}
+	}
+
+	mnt := mountpoint(t)
+	out, err := exec.Command("mount", "-t", "fuse.sshfsm", "-o", sshOpts+",ro", source, mnt).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mount -t fuse.sshfsm: %v: %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "new"), nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("mount -t fuse.sshfsm -o ro: create: %v, want EROFS", err)
+	}
+	check("mount -t", mnt)
+
+	fstab := filepath.Join(t.TempDir(), "fstab")
+	line := source + " " + mnt + " fuse.sshfsm defaults,_netdev,noauto,nofail,x-systemd.automount," + sshOpts + " 0 0\n"
+	if err := os.WriteFile(fstab, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "--fstab", fstab, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount from fstab line %q: %v: %s", line, err, out)
+	}
+	check("fstab", mnt)
+
+	// A failure reaches the user as sshfsm's one line and exit code.
+	bad := strings.Replace(sshOpts, "IdentityFile="+h.IdentityFile, "IdentityFile=/nonexistent", 1)
+	cmd := exec.Command("mount", "-t", "fuse.sshfsm", "-o", bad, source, mnt)
+	out, err = cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("mount with a wrong IdentityFile succeeded")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != int(config.ExitAuth) || !strings.Contains(string(out), "sshfsm: authentication to "+h.Addr+" failed") {
+		t.Errorf("mount with a wrong IdentityFile: exit %d, output %q", code, out)
+	}
 }
