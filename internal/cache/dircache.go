@@ -5,6 +5,7 @@ package cache
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -99,6 +100,29 @@ func (d *Dirs) peekLocked(dir, name string) (remote.Attr, State) {
 		return remote.Attr{}, Unknown
 	}
 	return e.attr, Hit
+}
+
+// List returns the fresh listing of dir, sorted by name, when every entry
+// in it is known; otherwise ok is false and the caller lists the remote.
+func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
+	if !d.Enabled() {
+		return nil, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.dirs[dir]
+	if l == nil || !d.now().Before(l.expires) {
+		return nil, false
+	}
+	ents = make([]remote.DirEntry, 0, len(l.names))
+	for name, e := range l.names {
+		if e.stale {
+			return nil, false
+		}
+		ents = append(ents, remote.DirEntry{Name: name, Attr: e.attr})
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
+	return ents, true
 }
 
 // Lookup answers for name in dir. Without a fresh listing it fetches dir

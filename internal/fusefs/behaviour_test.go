@@ -173,6 +173,50 @@ func TestListingCache(t *testing.T) {
 	}
 }
 
+// TestReaddirFromListing checks that listing a directory again within the
+// cache time costs no READDIR, and that our own changes show in it.
+func TestReaddirFromListing(t *testing.T) {
+	hook := &hookRemote{}
+	tm := mountWith(t, defaultOpts(), hook.wrap)
+	if err := os.Mkdir(filepath.Join(tm.dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"b", "a", "c"} {
+		mustWrite(t, filepath.Join(tm.dir, "d", n), []byte("x"))
+	}
+	names := func() string {
+		t.Helper()
+		ents, err := os.ReadDir(tm.path("d"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(); got != "a,b,c" {
+		t.Fatalf("first listing %q", got)
+	}
+	dirs0 := hook.readDirs.Load()
+	if got := names(); got != "a,b,c" {
+		t.Errorf("second listing %q", got)
+	}
+	if err := os.Remove(tm.path("d/b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(tm.path("d/e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); got != "a,c,e" {
+		t.Errorf("listing after unlink and mkdir %q", got)
+	}
+	if got := hook.readDirs.Load() - dirs0; got != 0 {
+		t.Errorf("%d READDIRs within the cache time, want 0", got)
+	}
+}
+
 // TestKeepCache checks that an unchanged file is read from the page cache
 // on its second open.
 func TestKeepCache(t *testing.T) {

@@ -12,8 +12,9 @@ import (
 	"sshfsm/internal/remote"
 )
 
-// dirHandle is one open directory. It lists the remote once, on the first
-// read, and serves READDIRPLUS lookups from that listing.
+// dirHandle is one open directory. On the first read it takes the fresh
+// cached listing, or lists the remote once, and serves READDIRPLUS lookups
+// from that listing.
 type dirHandle struct {
 	n *node
 
@@ -47,9 +48,12 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 	if d.fetched {
 		return 0
 	}
-	list, err := d.n.fsys.dirs.Fetch(ctx, d.dir, d.n.fsys.ns.ReadDir)
-	if err != nil {
-		return d.n.fsys.toErrno(err)
+	list, ok := d.n.fsys.dirs.List(d.dir)
+	if !ok {
+		var err error
+		if list, err = d.n.fsys.dirs.Fetch(ctx, d.dir, d.n.fsys.ns.ReadDir); err != nil {
+			return d.n.fsys.toErrno(err)
+		}
 	}
 	d.ents = make([]remote.DirEntry, 0, len(list)+2)
 	d.ents = append(d.ents,

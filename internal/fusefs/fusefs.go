@@ -131,6 +131,11 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 			// Extended attributes do not exist over SFTP; the kernel
 			// still asks for security labels on every write unless told.
 			IgnoreSecurityLabels: true,
+			// Asynchronous direct I/O keeps several O_DIRECT requests of
+			// one file in flight (fio, databases); without it the kernel
+			// sends them one at a time, one round trip each.
+			ExtraCapabilities:    fuse.CAP_ASYNC_DIO,
+			EnableSymlinkCaching: true,
 		},
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
