@@ -66,6 +66,12 @@ func runFioJob(ctx context.Context, mountDir string, j fioJob, limit time.Durati
 	if err != nil {
 		return 0, fmt.Errorf("fio %s: %v: %s", j.w.id, err, firstLine(stderr.String()))
 	}
+	return parseFio(out, j, stderr.String())
+}
+
+// parseFio reads fio's JSON output and returns MiB/s or IOPS as j's
+// workload unit says.
+func parseFio(out []byte, j fioJob, stderr string) (float64, error) {
 	// fio may print warnings before the JSON document.
 	if i := strings.IndexByte(string(out), '{'); i > 0 {
 		out = out[i:]
@@ -75,7 +81,7 @@ func runFioJob(ctx context.Context, mountDir string, j fioJob, limit time.Durati
 		return 0, fmt.Errorf("fio %s: parse output: %v", j.w.id, err)
 	}
 	if len(fo.Jobs) == 0 || fo.Jobs[0].Error != 0 {
-		return 0, fmt.Errorf("fio %s: job failed: %s", j.w.id, firstLine(stderr.String()))
+		return 0, fmt.Errorf("fio %s: job failed: %s", j.w.id, firstLine(stderr))
 	}
 	st := fo.Jobs[0].Read
 	if j.writes() {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		in            []float64
+		med, min, max float64
+	}{
+		{[]float64{3}, 3, 3, 3},
+		{[]float64{5, 1, 3}, 3, 1, 5},
+		{[]float64{4, 1, 2, 3}, 2.5, 1, 4},
+	} {
+		s, ok := summarize(tc.in)
+		if !ok || s.med != tc.med || s.min != tc.min || s.max != tc.max {
+			t.Errorf("summarize(%v) = %+v, want med %v min %v max %v", tc.in, s, tc.med, tc.min, tc.max)
+		}
+	}
+	if _, ok := summarize(nil); ok {
+		t.Error("summarize(nil) reported values")
+	}
+}
+
+func testResults(samples map[string]map[string][]float64) *results {
+	r := newResults(&config{}, &env{})
+	r.samples = samples
+	return r
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		w       *workload
+		samples map[string][]float64
+		want    string
+	}{
+		{"throughput above tuned", wSeqRead, map[string][]float64{sshfsTuned: {100}, sshfsmKey: {120}}, "yes"},
+		{"throughput below tuned", wSeqRead, map[string][]float64{sshfsTuned: {100}, sshfsmKey: {90}}, "NO"},
+		{"time at half", wFindCold, map[string][]float64{sshfsDefault: {2}, sshfsmKey: {1}}, "yes"},
+		{"time above half", wFindCold, map[string][]float64{sshfsDefault: {2}, sshfsmKey: {1.2}}, "NO"},
+		{"best sshfs is tuned", wRandWrite, map[string][]float64{sshfsDefault: {10}, sshfsTuned: {30}, sshfsmKey: {20, 20, 20}}, "NO"},
+		{"best sshfs beaten, stable", wRandWrite, map[string][]float64{sshfsDefault: {10}, sshfsTuned: {30}, sshfsmKey: {40, 35, 41}}, "yes"},
+		{"unstable worst sample", wRandWrite, map[string][]float64{sshfsDefault: {10}, sshfsmKey: {40, 10, 41}}, "NO"},
+		{"absolute memory", wRSS, map[string][]float64{sshfsmKey: {149}}, "yes"},
+		{"absolute memory over", wRSS, map[string][]float64{sshfsmKey: {151}}, "NO"},
+		{"no reference", wGitCold, map[string][]float64{sshfsmKey: {1}}, "–"},
+		{"no sshfsm", wGitCold, map[string][]float64{sshfsDefault: {1}}, "–"},
+	} {
+		r := testResults(map[string]map[string][]float64{tc.w.id: tc.samples})
+		if _, got := r.verdict(tc.w); got != tc.want {
+			t.Errorf("%s: verdict %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseFio(t *testing.T) {
+	out := []byte(`note: both iodepth >= 1 and synchronous I/O engine are selected
+{"jobs": [{"error": 0,
+  "read": {"bw_bytes": 104857600, "iops": 800.5, "io_bytes": 1048576},
+  "write": {"bw_bytes": 0, "iops": 0, "io_bytes": 0}}]}`)
+	v, err := parseFio(out, fioJob{w: wSeqRead, rw: "read"}, "")
+	if err != nil || math.Abs(v-100) > 1e-9 {
+		t.Fatalf("seq read: %v, %v; want 100 MiB/s", v, err)
+	}
+	v, err = parseFio(out, fioJob{w: wRandRead, rw: "randread"}, "")
+	if err != nil || v != 800.5 {
+		t.Fatalf("rand read: %v, %v; want 800.5 IOPS", v, err)
+	}
+	if _, err := parseFio(out, fioJob{w: wSeqWrite, rw: "write"}, ""); err == nil {
+		t.Fatal("write job without written bytes passed")
+	}
+	failed := []byte(`{"jobs": [{"error": 5}]}`)
+	if _, err := parseFio(failed, fioJob{w: wSeqRead, rw: "read"}, "fio: io_u error\n"); err == nil ||
+		!strings.Contains(err.Error(), "io_u error") {
+		t.Fatalf("failed job: %v", err)
+	}
+}
