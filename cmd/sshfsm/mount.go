@@ -187,7 +187,7 @@ func dialError(b config.Branch, err error) error {
 	case errors.Is(err, transport.ErrUnreachable):
 		return config.Errorf(config.ExitConnect, "cannot connect to %s: %s", b.Host, detail)
 	case errors.Is(err, transport.ErrAuth) && detail == "host key verification failed":
-		return config.Errorf(config.ExitAuth, "host key verification failed for %s", b.Host)
+		return config.Errorf(config.ExitAuth, "host key verification failed for %s; check and accept its key once with ssh %s", b.Host, b.Host)
 	case errors.Is(err, transport.ErrAuth):
 		return config.Errorf(config.ExitAuth, "authentication to %s failed: %s", b.Host, detail)
 	case errors.Is(err, transport.ErrNoDir):

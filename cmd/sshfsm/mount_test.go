@@ -148,7 +148,7 @@ func TestDaemonMount(t *testing.T) {
 	}
 
 	again := sshfsm(t, 20*time.Second, append(ssh, dest, mnt)...)
-	expectFailure(t, again, config.ExitMountpoint, "is already a mountpoint (fuse.sshfsm)")
+	expectFailure(t, again, config.ExitMountpoint, "is already a mountpoint (fuse.sshfsm); unmount it first (fusermount3 -u "+mnt+")")
 
 	if out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("fusermount3 -u: %v: %s", err, out)

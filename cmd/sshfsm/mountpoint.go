@@ -26,11 +26,11 @@ func checkMountpoint(p string) (string, error) {
 	case errors.Is(err, syscall.ENOTCONN):
 		return "", deadMount(p, abs)
 	case errors.Is(err, os.ErrNotExist):
-		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s does not exist", p)
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s does not exist; create it first (mkdir %s)", p, p)
 	case err != nil:
 		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s: %v", p, unwrapPath(err))
 	case !fi.IsDir():
-		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s is not a directory", p)
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s is not a directory; give an existing directory", p)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
@@ -40,7 +40,12 @@ func checkMountpoint(p string) (string, error) {
 		if strings.HasPrefix(fstype, "fuse") && isDead(real) {
 			return "", deadMount(p, real)
 		}
-		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s is already a mountpoint (%s)", p, fstype)
+		unmount := "umount"
+		if strings.HasPrefix(fstype, "fuse") {
+			unmount = "fusermount3 -u"
+		}
+		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s is already a mountpoint (%s); unmount it first (%s %s) or give another directory",
+			p, fstype, unmount, p)
 	}
 	return real, nil
 }

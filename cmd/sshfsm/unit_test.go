@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,7 +25,8 @@ func TestDialErrorMapping(t *testing.T) {
 			"cannot connect to h: ssh: connect to host h port 22: Connection refused"},
 		{de(transport.ErrAuth, "bob@h: Permission denied (publickey)."), config.ExitAuth,
 			"authentication to h failed: bob@h: Permission denied (publickey)."},
-		{de(transport.ErrAuth, "host key verification failed"), config.ExitAuth, "host key verification failed for h"},
+		{de(transport.ErrAuth, "host key verification failed"), config.ExitAuth,
+			"host key verification failed for h; check and accept its key once with ssh h"},
 		{de(transport.ErrNoDir, ""), config.ExitRemoteDir, "remote directory bob@h:/srv does not exist"},
 		{de(transport.ErrNotDir, ""), config.ExitRemoteDir, "remote path bob@h:/srv is not a directory"},
 		{de(transport.ErrSSH, "command-line line 0: unsupported option"), config.ExitConnect,
@@ -105,5 +107,28 @@ func TestTransportOptions(t *testing.T) {
 	}
 	if !strings.Contains(versionText(), "sshfsm version") {
 		t.Error("version text")
+	}
+}
+
+// TestDefaultsReachTransport: the CLI's defaults are config's declarations;
+// transport's own defaults (for a zero value) never apply.
+func TestDefaultsReachTransport(t *testing.T) {
+	cfg, err := config.Parse([]string{"h:", "/m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := transportOptions(cfg, cfg.Branches[0], nil)
+	declared := map[string]string{}
+	for _, opt := range config.Options() {
+		declared[opt.Name] = opt.Default
+	}
+	if o.Conns == 0 || strconv.Itoa(o.Conns) != declared["max_conns"] {
+		t.Errorf("max_conns: transport gets %d, declared default %q", o.Conns, declared["max_conns"])
+	}
+	if o.Timeout == 0 || strconv.FormatFloat(o.Timeout.Seconds(), 'f', -1, 64) != declared["timeout"] {
+		t.Errorf("timeout: transport gets %v, declared default %q", o.Timeout, declared["timeout"])
+	}
+	if !o.Reconnect || declared["reconnect"] != "on" {
+		t.Errorf("reconnect: transport gets %v, declared default %q", o.Reconnect, declared["reconnect"])
 	}
 }

@@ -18,7 +18,10 @@ func ParseBranch(spec string) (Branch, error) {
 	if i := strings.IndexAny(spec, "[:"); i >= 0 && spec[i] == '[' {
 		hostPart, b.Dir, err = splitBracketed(spec, i)
 	} else if i < 0 {
-		return b, badBranch(spec, "expected [user@]host:[dir]")
+		if strings.Contains(spec, "/") {
+			return b, badBranch(spec, "expected [user@]host:[dir]")
+		}
+		return b, badBranch(spec, "expected [user@]host:[dir] (for the remote home directory: "+spec+":)")
 	} else {
 		hostPart, b.Dir = spec[:i], spec[i+1:]
 	}

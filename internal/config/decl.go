@@ -194,7 +194,7 @@ func lookup(opts []Option, name string) (Option, bool) {
 // Defaults returns the configuration of an empty command line, built from
 // the declared defaults.
 func Defaults() *Config {
-	c := &Config{IDMap: IDMap{Mode: IDMapNone}}
+	c := &Config{}
 	for _, o := range Options() {
 		switch {
 		case o.Default == "":

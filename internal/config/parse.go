@@ -166,6 +166,9 @@ func setPositional(c *Config, pos []string) error {
 		return Errorf(ExitUsage, "several remote directories (%s) are not supported yet: give one [user@]host:[dir] and a mountpoint",
 			strings.Join(pos[:len(pos)-1], " "))
 	}
+	if last := pos[len(pos)-1]; !strings.Contains(pos[0], ":") && strings.Contains(last, ":") && !strings.HasPrefix(last, "/") {
+		return Errorf(ExitUsage, "arguments in the wrong order: give [user@]host:[dir] first, then the mountpoint (sshfsm %s %s)", last, pos[0])
+	}
 	for _, spec := range pos[:len(pos)-1] {
 		b, err := ParseBranch(spec)
 		if err != nil {

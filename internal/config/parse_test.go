@@ -214,7 +214,9 @@ func TestErrors(t *testing.T) {
 		{[]string{"h:/d"}, "missing mountpoint argument after h:/d"},
 		{[]string{"/mnt"}, "missing [user@]host:[dir] argument before mountpoint /mnt"},
 		{[]string{"a:", "b:", "m"}, "several remote directories (a: b:) are not supported yet"},
-		{[]string{"host", "m"}, `bad remote directory "host": expected [user@]host:[dir]`},
+		{[]string{"host", "m"}, `bad remote directory "host": expected [user@]host:[dir] (for the remote home directory: host:)`},
+		{[]string{"./a/b", "m"}, `bad remote directory "./a/b": expected [user@]host:[dir]`},
+		{[]string{"/mnt", "h:/d"}, "arguments in the wrong order: give [user@]host:[dir] first, then the mountpoint (sshfsm h:/d /mnt)"},
 		{[]string{":dir", "m"}, `bad remote directory ":dir": empty host name`},
 		{[]string{"@h:", "m"}, `bad remote directory "@h:": empty user name before '@'`},
 		{[]string{"[::1]dir", "m"}, `bad remote directory "[::1]dir": expected ':' after ']'`},
@@ -289,5 +291,34 @@ func TestCodeOf(t *testing.T) {
 	}
 	if CodeOf(strings.NewReader("").UnreadByte()) != ExitMount {
 		t.Error("CodeOf of a foreign error is not ExitMount")
+	}
+}
+
+// TestDefaultsDeclaredOnce: every default is the Default of its option's
+// declaration: an empty command line gives exactly what applying the
+// declared defaults to a zero Config gives, and --help shows each of them
+// (but those of sshfs compatibility options, shown in the man page only).
+func TestDefaultsDeclaredOnce(t *testing.T) {
+	want := &Config{}
+	help := Help()
+	for _, o := range Options() {
+		switch {
+		case o.Default == "":
+			continue
+		case o.HasValue():
+			if err := o.apply(want, o.Default); err != nil {
+				t.Fatalf("default of %s: %v", o.Name, err)
+			}
+			if o.Section != SecCompat && !strings.Contains(help, "(default: "+o.Default+")") {
+				t.Errorf("--help does not show the default %s of %s", o.Default, o.Name)
+			}
+		default:
+			_ = o.apply(want, "")
+		}
+	}
+	got := parseOK(t, "h:", "/m")
+	got.Branches, got.Mountpoint = nil, ""
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("defaults not from the declarations:\n got %+v\nwant %+v", got, want)
 	}
 }
