@@ -65,12 +65,21 @@ func (r *results) chart(w *workload, names, keys []string, path string) error {
 			LineStyle: plotter.DefaultLineStyle,
 			CapWidth:  vg.Points(10),
 		}
-		p.Add(bars, errs)
+		label, err := plotter.NewLabels(plotter.XYLabels{
+			XYs:    plotter.XYs{{X: float64(i), Y: s.max}},
+			Labels: []string{fmtVal(s.med, w.unit)},
+		})
+		if err != nil {
+			return err
+		}
+		label.Offset.X = -vg.Points(4 * float64(len(label.Labels[0])))
+		label.Offset.Y = vg.Points(4)
+		p.Add(bars, errs, label)
 		if s.max > p.Y.Max {
 			p.Y.Max = s.max
 		}
 	}
-	p.Y.Max *= 1.1
+	p.Y.Max *= 1.15
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(keys))-0.4
 	return p.Save(vg.Points(float64(120+90*len(keys))), vg.Points(300), path)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,5 +79,28 @@ func TestParseFio(t *testing.T) {
 	if _, err := parseFio(failed, fioJob{w: wSeqRead, rw: "read"}, "fio: io_u error\n"); err == nil ||
 		!strings.Contains(err.Error(), "io_u error") {
 		t.Fatalf("failed job: %v", err)
+	}
+}
+
+func TestChartsAndReport(t *testing.T) {
+	r := testResults(map[string]map[string][]float64{
+		wSeqRead.id:  {sshfsDefault: {100, 110, 90}, sshfsTuned: {120}, sshfsmKey: {300, 280, 310}},
+		wFindCold.id: {sshfsDefault: {2.5}, sshfsmKey: {0.8}, localKey: {0.1}},
+	})
+	dir := t.TempDir()
+	if err := r.charts(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"seq-read.png", "find-cold.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	md := r.markdown()
+	for _, want := range []string{"| sshfsm | 300.0 MiB/s | 280.0–310.0 | 3 | 3.00× | 2.50× | ≥ 1× sshfs tuned | yes |",
+		"| sshfsm | 0.800 s | 0.800–0.800 | 1 | 0.32× |  | ≤ 0.5× sshfs default | yes |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
 	}
 }
