@@ -644,3 +644,19 @@ func TestPortAndIdentityReachSSH(t *testing.T) {
 		}
 	}
 }
+
+// TestRelativeMountpoint: a mountpoint relative to the working directory
+// works, though the background process leaves that directory.
+func TestRelativeMountpoint(t *testing.T) {
+	h, ssh := sshHost(t)
+	writeFile(t, filepath.Join(h.Dir, "f"), "rel", 0o644)
+	mnt := mountpoint(t)
+	cmd := exec.Command(binary(t), append(ssh, h.Alias+":"+h.Dir, "mnt")...)
+	cmd.Dir = filepath.Dir(mnt)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sshfsm ... mnt: %v: %s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "f")); string(b) != "rel" || err != nil {
+		t.Errorf("read: %q, %v", b, err)
+	}
+}

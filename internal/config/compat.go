@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"errors"
+	"strings"
+	"time"
+)
 
 func compatOptions() []Option {
 	s := SecCompat
@@ -40,9 +44,23 @@ func compatOptions() []Option {
 		ignored("auto_cache", s, "Ignored."),
 		ignored("noauto_cache", s, "Ignored."),
 		ignored("auto_unmount", s, "Ignored: sshfsm unmounts when it gets SIGINT or SIGTERM, but not when killed with SIGKILL."),
+		ignored("disable_hardlink", s, "Ignored: hard links are made with the hardlink@openssh.com extension when the server offers it, and fail otherwise."),
+		withAliases(ignored("noforget", s, "Ignored (libfuse): sshfsm keeps inode numbers stable by itself."), "no_rofd_flush"),
+		secondsOpt("remember", "", s, false, "Ignored (libfuse).", func(*Config, time.Duration) {}),
+		unsupported("password_stdin", s, "Not supported: ssh asks for a password on the terminal itself; use a key, an agent or ControlMaster."),
+		withAliases(unsupported("slave", s, "Not supported: sshfsm starts ssh itself."), "passive"),
 		withAliases(ignored("nonempty", s, "Ignored (FUSE 2): mounting over a non-empty directory is always allowed."),
 			"big_writes", "large_read", "hard_remove", "use_ino", "readdir_ino"),
 	}
+}
+
+// unsupported declares an sshfs option that sshfsm refuses; its help,
+// starting with "Not supported: ", is the error message.
+func unsupported(name string, sec Section, help string) Option {
+	return Option{Name: name, Section: sec, Help: help,
+		apply: func(*Config, string) error {
+			return errors.New(strings.ToLower(help[:1]) + strings.TrimSuffix(help[1:], "."))
+		}}
 }
 
 func noiseOptions() []Option {

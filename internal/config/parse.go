@@ -148,7 +148,9 @@ func applyDeclared(c *Config, o Option, name, val string, hasVal bool) error {
 	case !o.HasValue() && hasVal:
 		return Errorf(ExitUsage, "option %s takes no value", name)
 	}
-	if err := o.apply(c, val); err != nil {
+	if err := o.apply(c, val); err != nil && !o.HasValue() {
+		return Errorf(ExitUsage, "option %s: %v", name, err)
+	} else if err != nil {
 		return Errorf(ExitUsage, "bad value %q for option %s: %v", val, name, err)
 	}
 	return nil

@@ -122,6 +122,14 @@ func TestOptions(t *testing.T) {
 	}
 }
 
+func TestSSHFSOptionsAccepted(t *testing.T) {
+	for _, o := range []string{"disable_hardlink", "noforget", "no_rofd_flush", "remember=5"} {
+		if _, err := Parse([]string{"-o", o, "h:", "/m"}); err != nil {
+			t.Errorf("sshfs option %s: %v", o, err)
+		}
+	}
+}
+
 func TestMountNoiseAccepted(t *testing.T) {
 	noise := "rw,dev,nodev,suid,nosuid,exec,noexec,atime,noatime,relatime,auto,noauto," +
 		"user,users,nouser,_netdev,nofail,defaults,x-systemd.automount,x-systemd.mount-timeout=30,comment=hello"
@@ -261,6 +269,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"-o", "idmap=file", "h:", "m"}, "option idmap=file needs uidfile=FILE or gidfile=FILE"},
 		{[]string{"-o", "directport=1,sftp_server=x", "h:", "m"}, "options directport and sftp_server exclude each other"},
 		{[]string{"-ohost:x", "m"}, `unknown option "host:x"`},
+		{[]string{"-o", "password_stdin", "h:", "m"}, "option password_stdin: not supported: ssh asks for a password on the terminal itself; use a key, an agent or ControlMaster"},
+		{[]string{"-o", "passive", "h:", "m"}, "option passive: not supported: sshfsm starts ssh itself"},
 	}
 	for _, tc := range cases {
 		c, err := Parse(tc.args)
