@@ -1,0 +1,52 @@
+package cache
+
+import "context"
+
+// Prefetch lists dir in the background through fetch unless a fresh listing
+// of it is kept or a fetch of it is under way; lookups and reads of dir
+// made meanwhile wait for that fetch instead of sending their own. It
+// returns at once; done, when not nil, runs after the fetch (or at once if
+// none was started).
+func (d *Dirs) Prefetch(ctx context.Context, dir string, fetch Fetcher, done func()) {
+	if !d.Enabled() {
+		if done != nil {
+			done()
+		}
+		return
+	}
+	d.mu.Lock()
+	l := d.dirs[dir]
+	if (l != nil && d.now().Before(l.expires)) || d.flights[dir] != nil {
+		d.mu.Unlock()
+		if done != nil {
+			done()
+		}
+		return
+	}
+	f := &flight{done: make(chan struct{})}
+	d.flights[dir] = f
+	d.mu.Unlock()
+	go func() {
+		d.run(ctx, dir, f, fetch)
+		if done != nil {
+			done()
+		}
+	}()
+}
+
+// Wait blocks until a fetch of dir under way, if any, has finished.
+func (d *Dirs) Wait(ctx context.Context, dir string) {
+	if !d.Enabled() {
+		return
+	}
+	d.mu.Lock()
+	f := d.flights[dir]
+	d.mu.Unlock()
+	if f == nil {
+		return
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+	}
+}
