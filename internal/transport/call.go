@@ -2,11 +2,37 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"syscall"
 	"time"
 )
+
+// Cancellation. The FUSE layer cancels a call's ctx on FUSE_INTERRUPT,
+// which the kernel sends for any signal delivered to the calling thread
+// (SIGURG for Go's preemption, SIGCHLD, SIGWINCH, timers), not only for a
+// fatal one. What a call does with it depends on where the request is:
+//
+//   - Not yet sent (waiting for a live channel or for a handle's re-open,
+//     or ctx already done when it was about to go): the call fails at once
+//     with an error wrapping ctx.Err(). Nothing happened on the server, so
+//     EINTR is the truth.
+//   - A mutation already sent (create/open with O_CREATE, O_TRUNC or
+//     O_EXCL, mkdir, remove, rmdir, rename, symlink, link, setattr,
+//     truncate, file Close, Sync) ignores cancellation from then on and
+//     waits for its answer, and for the probes that explain a failure,
+//     until the call deadline: the caller gets the real result, not EINTR
+//     for something the server did (which os would retry into ENOENT or
+//     EEXIST). A fatal signal during such a call is therefore delivered
+//     only when the answer comes, at most Options.Timeout later.
+//   - Read-only requests and WriteAt (pwrite is idempotent; the caller
+//     re-sends it) are abandoned as soon as ctx is done.
+//
+// The call deadline is the earlier of ctx's deadline and Options.Timeout
+// after the call began; a request that reaches it fails with
+// context.DeadlineExceeded and its channel is recycled if the request is
+// still unanswered Options.Timeout after it was sent.
 
 // call is one request running in its own goroutine, so that its caller can
 // return on cancellation while pkg/sftp (which takes no context) waits on.
@@ -22,13 +48,19 @@ const (
 	callAbandoned
 )
 
-// run executes fn (one request on c, already counted by begin) and waits
-// for it or for ctx. If the caller gives up, fn keeps running; after(true)
-// then runs in its goroutine, and the channel is killed if fn is still
+// run sends fn (one request on c, already counted by begin) and waits for
+// it or for ctx; a mutation waits until ctx's deadline regardless of its
+// cancellation. If the caller gives up, fn keeps running; after(true) then
+// runs in its goroutine, and the channel is killed if fn is still
 // unanswered Options.Timeout after it started. after(false) runs when the
 // caller got the result. fn must not touch the caller's memory unless its
 // result was delivered.
-func (h *Host) run(ctx context.Context, c *channel, fn func() error, after func(abandoned bool)) error {
+func (h *Host) run(ctx context.Context, c *channel, k reqKind, fn func() error, after func(abandoned bool)) error {
+	if k == mutation {
+		var cancel context.CancelFunc
+		ctx, cancel = detach(ctx)
+		defer cancel()
+	}
 	cl := &call{result: make(chan error, 1)}
 	start := time.Now()
 	go func() {
@@ -76,11 +108,39 @@ func (h *Host) withDeadline(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, h.o.Timeout)
 }
 
+// detach returns ctx without its cancellation but with its deadline: the
+// wait of a mutation that was sent.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, dl)
+	}
+	return context.WithCancel(d)
+}
+
+// gaveUp reports whether err is the end of a call's wait (cancelled or
+// past its deadline) rather than an answer or a transport failure.
+func gaveUp(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// reqKind says how a request meets cancellation and transport failures.
+type reqKind int
+
+const (
+	// idempotent requests (read-only ones, WriteAt) are abandoned on
+	// cancellation and may be sent again after a transport failure.
+	idempotent reqKind = iota
+	// mutation requests are waited for once sent; Host.do never sends
+	// one again.
+	mutation
+)
+
 // do runs fn on the least busy live channel within the call deadline. A
-// transport failure (not a server answer) kills the channel; if retry is set
-// fn is then run again on another live channel while time remains, else the
-// call fails with ENOTCONN.
-func (h *Host) do(ctx context.Context, retry bool, fn func(c *channel) error) error {
+// transport failure (not a server answer) kills the channel; an idempotent
+// fn is then run again on another live channel while time remains, a
+// mutation fails with ENOTCONN (it may or may not have taken effect).
+func (h *Host) do(ctx context.Context, k reqKind, fn func(c *channel) error) error {
 	dctx, cancel := h.withDeadline(ctx)
 	defer cancel()
 	for {
@@ -88,12 +148,12 @@ func (h *Host) do(ctx context.Context, retry bool, fn func(c *channel) error) er
 		if err != nil {
 			return err
 		}
-		err = h.run(dctx, c, func() error { return fn(c) }, nil)
-		if err == nil || isAnswer(err) || dctx.Err() != nil {
+		err = h.run(dctx, c, k, func() error { return fn(c) }, nil)
+		if err == nil || isAnswer(err) || gaveUp(err) {
 			return err
 		}
 		c.kill(err)
-		if !retry {
+		if k == mutation {
 			return transportErr(err)
 		}
 	}
@@ -111,6 +171,6 @@ func (h *Host) bg(c *channel, fn func() error) {
 	go func() {
 		ctx, cancel := h.withDeadline(context.Background())
 		defer cancel()
-		h.run(ctx, c, fn, nil)
+		h.run(ctx, c, idempotent, fn, nil)
 	}()
 }

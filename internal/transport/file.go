@@ -66,7 +66,10 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 		handles: map[*channel]*sftp.File{}, learned: make(chan struct{})}
 	dctx, cancel := r.h.withDeadline(ctx)
 	defer cancel()
-	retry := flags&reopenMask == 0
+	k := idempotent
+	if flags&reopenMask != 0 {
+		k = mutation
+	}
 	for {
 		c, err := r.h.pick(dctx)
 		if err != nil {
@@ -74,7 +77,7 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 		}
 		var sf *sftp.File
 		var fresh bool
-		err = r.h.run(dctx, c, func() (err error) {
+		err = r.h.run(dctx, c, k, func() (err error) {
 			sf, fresh, err = openOn(c.client, f.abs, flags, perm)
 			return err
 		}, func(abandoned bool) {
@@ -86,20 +89,26 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 			f.start(c, sf, fresh || flags&os.O_TRUNC != 0)
 			return f, nil
 		}
-		if isAnswer(err) || dctx.Err() != nil || !retry {
+		if isAnswer(err) || gaveUp(err) || k == mutation {
 			return nil, r.openFailure(ctx, p, flags, c, err)
 		}
 		c.kill(err)
 	}
 }
 
+// openFailure explains a failed open; after a creating one it probes
+// ignoring cancellation (see settle).
 func (r hostRemote) openFailure(ctx context.Context, p string, flags int, c *channel, err error) error {
+	probe := r.probe
+	if flags&reopenMask != 0 {
+		probe = r.settle
+	}
 	switch {
 	case isFailure(err) && flags&os.O_EXCL != 0:
-		err = r.probe(ctx, p, err, probeExists, probeFS)
+		err = probe(ctx, p, err, probeExists, probeFS)
 	case isFailure(err):
-		err = r.probe(ctx, p, err, probeIsDir, probeFS)
-	case !isAnswer(err) && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded):
+		err = probe(ctx, p, err, probeIsDir, probeFS)
+	case !isAnswer(err) && !gaveUp(err):
 		c.kill(err)
 		err = transportErr(err)
 	}
@@ -173,7 +182,12 @@ func (f *file) current() (*channel, *sftp.File, error) {
 }
 
 // acquire returns a usable handle, re-opening the file if its channel died.
+// It fails with ctx.Err() once ctx is done, so a cancelled request is never
+// sent.
 func (f *file) acquire(ctx context.Context) (*channel, *sftp.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	if c, sf, err := f.current(); c != nil || err != nil {
 		return c, sf, err
 	}
@@ -215,7 +229,7 @@ func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
 			f.broken = err
 			f.mu.Unlock()
 			return nil, nil, err
-		case isAnswer(err) || ctx.Err() != nil:
+		case isAnswer(err) || gaveUp(err):
 			return nil, nil, err
 		}
 		c.kill(err)
@@ -225,7 +239,7 @@ func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
 // openChecked opens the file on c (counted) and verifies its attributes.
 func (f *file) openChecked(ctx context.Context, c *channel) (*sftp.File, error) {
 	var sf *sftp.File
-	err := f.h.run(ctx, c, func() error {
+	err := f.h.run(ctx, c, idempotent, func() error {
 		var err error
 		if sf, err = c.client.OpenFile(f.abs, f.flags); err != nil {
 			return err
@@ -275,9 +289,10 @@ func (f *file) drop(c *channel) {
 }
 
 // do runs fn on the file's handle within the call deadline, re-opening and
-// running fn again after a transport failure. l, if set, is held by each
-// attempt for as long as it runs.
-func (f *file) do(ctx context.Context, l *lease, fn func(c *channel, sf *sftp.File) error) error {
+// running fn again after a transport failure (every file request is
+// idempotent in that sense; k says how it meets cancellation). l, if set,
+// is held by each attempt for as long as it runs.
+func (f *file) do(ctx context.Context, k reqKind, l *lease, fn func(c *channel, sf *sftp.File) error) error {
 	dctx, cancel := f.h.withDeadline(ctx)
 	defer cancel()
 	for {
@@ -286,9 +301,9 @@ func (f *file) do(ctx context.Context, l *lease, fn func(c *channel, sf *sftp.Fi
 			return err
 		}
 		l.hold()
-		err = f.h.run(dctx, c, func() error { return fn(c, sf) }, func(bool) { l.release() })
+		err = f.h.run(dctx, c, k, func() error { return fn(c, sf) }, func(bool) { l.release() })
 		switch {
-		case err == nil || isAnswer(err) || dctx.Err() != nil:
+		case err == nil || isAnswer(err) || gaveUp(err):
 			return err
 		case errors.Is(err, os.ErrClosed):
 			return err
@@ -322,7 +337,7 @@ func (f *file) readOne(ctx context.Context, p []byte, off int64) (int, error) {
 	l := getLease(len(p))
 	defer l.release()
 	var n int
-	err := f.do(ctx, l, func(c *channel, sf *sftp.File) error {
+	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
 		var err error
 		n, err = sf.ReadAt(l.b[:len(p)], off)
 		c.stats.bytesRead.Add(uint64(n))
@@ -346,7 +361,7 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	f.sentEnd = max(f.sentEnd, end)
 	f.mu.Unlock()
-	err := f.do(ctx, l, func(c *channel, sf *sftp.File) error {
+	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
 		_, err := sf.WriteAt(l.b[:len(p)], off)
 		if err == nil {
 			c.stats.bytesWrite.Add(uint64(len(p)))
@@ -367,7 +382,7 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 
 func (f *file) Stat(ctx context.Context) (remote.Attr, error) {
 	var a remote.Attr
-	err := f.do(ctx, nil, func(_ *channel, sf *sftp.File) error {
+	err := f.do(ctx, idempotent, nil, func(_ *channel, sf *sftp.File) error {
 		fi, err := sf.Stat()
 		if err == nil {
 			a = attrOf(fi)
@@ -385,10 +400,10 @@ func (f *file) Truncate(ctx context.Context, size int64) error {
 	f.expSize = min(f.expSize, size)
 	f.sentEnd = max(f.sentEnd, size)
 	f.mu.Unlock()
-	err := f.do(ctx, nil, func(_ *channel, sf *sftp.File) error { return sf.Truncate(size) })
+	err := f.do(ctx, mutation, nil, func(_ *channel, sf *sftp.File) error { return sf.Truncate(size) })
 	if err != nil {
 		if isFailure(err) {
-			err = hostRemote{f.h}.probe(ctx, f.name, err, probeSpace)
+			err = hostRemote{f.h}.settle(ctx, f.name, err, probeSpace)
 		}
 		return f.fail("truncate", err)
 	}
@@ -401,7 +416,7 @@ func (f *file) Truncate(ctx context.Context, size int64) error {
 // Sync uses fsync@openssh.com when offered; otherwise acknowledged writes
 // are as durable as the server makes them.
 func (f *file) Sync(ctx context.Context) error {
-	err := f.do(ctx, nil, func(c *channel, sf *sftp.File) error {
+	err := f.do(ctx, mutation, nil, func(c *channel, sf *sftp.File) error {
 		if !c.ext("fsync@openssh.com") {
 			return nil
 		}
@@ -411,7 +426,9 @@ func (f *file) Sync(ctx context.Context) error {
 }
 
 // Close closes every handle: the primary one waited for (its status is the
-// result), the others in the background.
+// result), the others in the background. The file is closed whatever ctx
+// says: the CLOSE is sent even if ctx is already cancelled, and waited for
+// until the call deadline.
 func (f *file) Close(ctx context.Context) error {
 	f.mu.Lock()
 	if f.closed {
@@ -433,7 +450,7 @@ func (f *file) Close(ctx context.Context) error {
 	dctx, cancel := f.h.withDeadline(ctx)
 	defer cancel()
 	primary.begin()
-	err := f.h.run(dctx, primary, handles[primary].Close, nil)
+	err := f.h.run(dctx, primary, mutation, handles[primary].Close, nil)
 	if err != nil && !isAnswer(err) {
 		return nil // the session ended: the server closed the handle
 	}

@@ -11,10 +11,12 @@ import (
 )
 
 // stream is one in-process SFTP session whose server→client direction can
-// be frozen (the server stops answering) or cut (the link drops).
+// be frozen (the server stops answering), held (its answers are delayed
+// until released) or cut (the link drops).
 type stream struct {
-	mu     sync.Mutex // guards frozen
+	mu     sync.Mutex // guards frozen, held
 	frozen chan struct{}
+	held   chan struct{}
 	cut    chan struct{}
 	once   sync.Once
 	cr     *io.PipeReader // client reads
@@ -33,6 +35,31 @@ func (s *stream) gate() chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.frozen
+}
+
+// hold delays the server's answers (the server still executes requests)
+// until release.
+func (s *stream) hold() {
+	s.mu.Lock()
+	if s.held == nil {
+		s.held = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+func (s *stream) release() {
+	s.mu.Lock()
+	if s.held != nil {
+		close(s.held)
+		s.held = nil
+	}
+	s.mu.Unlock()
+}
+
+func (s *stream) holding() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 // drop cuts the link in both directions.
@@ -120,6 +147,13 @@ func (s *stream) relay(from *io.PipeReader, to *io.PipeWriter) {
 			case <-s.cut:
 			}
 			return
+		}
+		if h := s.holding(); h != nil {
+			select {
+			case <-h:
+			case <-s.cut:
+				return
+			}
 		}
 		if n > 0 {
 			if _, werr := to.Write(buf[:n]); werr != nil {

@@ -138,7 +138,7 @@ func (h *Host) resolveRoot(ctx context.Context, c *channel) error {
 		return &DialError{Kind: kind, Host: h.o.Host, Detail: fmt.Sprintf("%s: %v", dir, err)}
 	}
 	c.begin()
-	err := h.run(ctx, c, func() error {
+	err := h.run(ctx, c, idempotent, func() error {
 		if home, err := c.client.Stat("."); err == nil {
 			h.uid, h.gid, h.uidOK = statOf(home).UID, statOf(home).GID, true
 		}
@@ -252,10 +252,14 @@ func (h *Host) broadcastLocked() {
 var errClosed = errors.New("connection closed")
 
 // pick returns the live channel with the fewest outstanding requests,
-// waiting for one until ctx ends. The request is counted on the channel;
-// the caller must end it.
+// waiting for one until ctx ends; it fails with ctx.Err() once ctx is done,
+// even with a channel live, so that a cancelled request is never sent. The
+// request is counted on the channel; the caller must end it.
 func (h *Host) pick(ctx context.Context) (*channel, error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		h.mu.Lock()
 		if h.closed {
 			h.mu.Unlock()

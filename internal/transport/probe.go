@@ -32,6 +32,15 @@ func (r hostRemote) probe(ctx context.Context, p string, err error, kinds ...pro
 	return err
 }
 
+// settle is probe after a mutation the server answered: its caller is owed
+// the real errno, so the probes ignore ctx's cancellation (not its
+// deadline; each probe is bounded by Options.Timeout).
+func (r hostRemote) settle(ctx context.Context, p string, err error, kinds ...probeKind) error {
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	return r.probe(ctx, p, err, kinds...)
+}
+
 func (r hostRemote) probeOne(ctx context.Context, p string, k probeKind) error {
 	switch k {
 	case probeExists, probeIsDir, probeNotDir:
@@ -61,7 +70,7 @@ func (r hostRemote) probeOne(ctx context.Context, p string, k probeKind) error {
 func (r hostRemote) probeStatFS(ctx context.Context, p string, space bool) error {
 	var flag, bavail uint64
 	var offered bool
-	err := r.h.do(ctx, true, func(c *channel) error {
+	err := r.h.do(ctx, idempotent, func(c *channel) error {
 		if offered = c.ext("statvfs@openssh.com"); !offered {
 			return nil
 		}
@@ -80,6 +89,13 @@ func (r hostRemote) probeStatFS(ctx context.Context, p string, space bool) error
 		return syscall.ENOSPC
 	}
 	return nil
+}
+
+// settleRename is renameProbe ignoring ctx's cancellation, as settle.
+func (r hostRemote) settleRename(ctx context.Context, oldp, newp string, err error) error {
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	return r.renameProbe(ctx, oldp, newp, err)
 }
 
 // renameProbe explains a failed rename from the types of both ends.

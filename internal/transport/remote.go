@@ -47,7 +47,7 @@ func (r hostRemote) fail(op, p string, err error) error {
 
 func (r hostRemote) stat(ctx context.Context, p string, follow bool) (remote.Attr, error) {
 	var a remote.Attr
-	err := r.h.do(ctx, true, func(c *channel) error {
+	err := r.h.do(ctx, idempotent, func(c *channel) error {
 		var fi os.FileInfo
 		var err error
 		if follow {
@@ -78,7 +78,7 @@ func (r hostRemote) Stat(ctx context.Context, p string) (remote.Attr, error) {
 
 func (r hostRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
 	var out []remote.DirEntry
-	err := r.h.do(ctx, true, func(c *channel) error {
+	err := r.h.do(ctx, idempotent, func(c *channel) error {
 		fis, err := c.client.ReadDir(r.h.abs(p))
 		if err != nil {
 			return err
@@ -98,7 +98,7 @@ func (r hostRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, e
 
 func (r hostRemote) Readlink(ctx context.Context, p string) (string, error) {
 	var target string
-	err := r.h.do(ctx, true, func(c *channel) error {
+	err := r.h.do(ctx, idempotent, func(c *channel) error {
 		t, err := c.client.ReadLink(r.h.abs(p))
 		target = t
 		return err
@@ -111,14 +111,14 @@ func (r hostRemote) Readlink(ctx context.Context, p string) (string, error) {
 
 func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
 	abs := r.h.abs(p)
-	err := r.h.do(ctx, false, func(c *channel) error {
+	err := r.h.do(ctx, mutation, func(c *channel) error {
 		if err := c.client.Mkdir(abs); err != nil {
 			return err
 		}
 		return c.client.Chmod(abs, os.FileMode(perm&07777))
 	})
 	if isFailure(err) {
-		err = r.probe(ctx, p, err, probeExists, probeFS)
+		err = r.settle(ctx, p, err, probeExists, probeFS)
 	}
 	return r.fail("mkdir", p, err)
 }
@@ -128,21 +128,21 @@ func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
 // knows, so that fallback only matters if the remote changed underneath.
 func (r hostRemote) Remove(ctx context.Context, p string) error {
 	abs := r.h.abs(p)
-	err := r.h.do(ctx, false, func(c *channel) error { return c.client.Remove(abs) })
+	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.Remove(abs) })
 	if isFailure(err) {
-		err = r.probe(ctx, p, err, probeIsDir, probeFS)
+		err = r.settle(ctx, p, err, probeIsDir, probeFS)
 	}
 	return r.fail("remove", p, err)
 }
 
 func (r hostRemote) Rmdir(ctx context.Context, p string) error {
 	abs := r.h.abs(p)
-	err := r.h.do(ctx, false, func(c *channel) error { return c.client.RemoveDirectory(abs) })
+	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.RemoveDirectory(abs) })
 	switch statusCode(err) {
 	case fxFailure:
-		err = r.probe(ctx, p, err, probeNotDir, probeNotEmpty, probeFS)
+		err = r.settle(ctx, p, err, probeNotDir, probeNotEmpty, probeFS)
 	case fxNoSuchFile: // OpenSSH reports ENOTDIR as "no such file"
-		err = r.probe(ctx, p, err, probeNotDir)
+		err = r.settle(ctx, p, err, probeNotDir)
 	}
 	return r.fail("rmdir", p, err)
 }
@@ -158,39 +158,39 @@ func (r hostRemote) Rename(ctx context.Context, oldp, newp string, noReplace boo
 		}
 	}
 	oldAbs, newAbs := r.h.abs(oldp), r.h.abs(newp)
-	err := r.h.do(ctx, false, func(c *channel) error {
+	err := r.h.do(ctx, mutation, func(c *channel) error {
 		if !noReplace && c.ext("posix-rename@openssh.com") {
 			return c.client.PosixRename(oldAbs, newAbs)
 		}
 		return c.client.Rename(oldAbs, newAbs)
 	})
 	if isFailure(err) && noReplace {
-		err = r.probe(ctx, newp, err, probeExists, probeFS)
+		err = r.settle(ctx, newp, err, probeExists, probeFS)
 	} else if isFailure(err) {
-		err = r.renameProbe(ctx, oldp, newp, err)
+		err = r.settleRename(ctx, oldp, newp, err)
 	}
 	return r.fail("rename", oldp+" -> "+newp, err)
 }
 
 func (r hostRemote) Symlink(ctx context.Context, target, linkp string) error {
 	abs := r.h.abs(linkp)
-	err := r.h.do(ctx, false, func(c *channel) error { return c.client.Symlink(target, abs) })
+	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.Symlink(target, abs) })
 	if isFailure(err) {
-		err = r.probe(ctx, linkp, err, probeExists, probeFS)
+		err = r.settle(ctx, linkp, err, probeExists, probeFS)
 	}
 	return r.fail("symlink", linkp, err)
 }
 
 func (r hostRemote) Link(ctx context.Context, oldp, newp string) error {
 	oldAbs, newAbs := r.h.abs(oldp), r.h.abs(newp)
-	err := r.h.do(ctx, false, func(c *channel) error {
+	err := r.h.do(ctx, mutation, func(c *channel) error {
 		if !c.ext("hardlink@openssh.com") {
 			return syscall.ENOTSUP
 		}
 		return c.client.Link(oldAbs, newAbs)
 	})
 	if isFailure(err) {
-		err = r.probe(ctx, newp, err, probeExists, probeFS)
+		err = r.settle(ctx, newp, err, probeExists, probeFS)
 	}
 	return r.fail("link", newp, err)
 }
@@ -207,9 +207,9 @@ func (r hostRemote) SetAttr(ctx context.Context, p string, a remote.SetAttr) err
 		}
 		cur = &st
 	}
-	err := r.h.do(ctx, false, func(c *channel) error { return setAttr(c.client, abs, a, cur) })
+	err := r.h.do(ctx, mutation, func(c *channel) error { return setAttr(c.client, abs, a, cur) })
 	if isFailure(err) {
-		err = r.probe(ctx, p, err, probeFS)
+		err = r.settle(ctx, p, err, probeFS)
 	}
 	return r.fail("setattr", p, err)
 }
@@ -263,7 +263,7 @@ func pickTime(v *time.Time, cur *remote.Attr, atime bool) time.Time {
 func (r hostRemote) StatFS(ctx context.Context, p string) (remote.StatFS, error) {
 	var s remote.StatFS
 	abs := r.h.abs(p)
-	err := r.h.do(ctx, true, func(c *channel) error {
+	err := r.h.do(ctx, idempotent, func(c *channel) error {
 		if !c.ext("statvfs@openssh.com") {
 			s = syntheticStatFS
 			return nil

@@ -88,13 +88,13 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 	if err == nil {
 		var n int
 		l.hold()
-		err = f.h.run(dctx, c, func() error {
+		err = f.h.run(dctx, c, idempotent, func() error {
 			var err error
 			n, err = sf.ReadAt(b, off)
 			c.stats.bytesRead.Add(uint64(n))
 			return err
 		}, func(bool) { l.release() })
-		if err == nil || isAnswer(err) || dctx.Err() != nil {
+		if err == nil || isAnswer(err) || gaveUp(err) {
 			return n, err
 		}
 		c.kill(err)
@@ -104,7 +104,7 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 		return 0, dctx.Err()
 	}
 	var n int
-	err = f.do(ctx, l, func(c *channel, sf *sftp.File) error {
+	err = f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
 		var err error
 		n, err = sf.ReadAt(b, off)
 		c.stats.bytesRead.Add(uint64(n))
