@@ -46,9 +46,11 @@ type StatFS struct {
 
 // Remote is one remote directory tree. Paths are relative to the tree's root
 // ("" or "." is the root itself) and use "/" separators; they are already
-// validated (no "..", no empty components). Every call honours ctx: when it
-// is cancelled or its deadline passes the call returns promptly with an error
-// wrapping ctx.Err(), even if the network does not answer.
+// validated (no "..", no empty components). Every call honours ctx's
+// deadline, even if the network does not answer. Cancellation is honoured
+// at once by reads and by any call not yet sent; a mutation already sent
+// waits for its answer (within the deadline), so that an error never
+// claims a change did not happen when it did.
 //
 // Errors wrap the fs package's errors where one fits (fs.ErrNotExist,
 // fs.ErrExist, fs.ErrPermission) or carry a syscall.Errno, so that one
