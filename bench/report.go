@@ -172,7 +172,7 @@ func (r *results) markdown() string {
 	var b strings.Builder
 	c := r.c
 	fmt.Fprintf(&b, "# sshfsm benchmark, %s\n\n", r.started.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "Command: `go run ./bench %s`\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(&b, "Command: `%s`\n\n", strings.TrimSpace("go run ./bench "+strings.Join(os.Args[1:], " ")))
 	b.WriteString("## Setup\n\n")
 	for _, s := range machine() {
 		fmt.Fprintf(&b, "- %s\n", s)
