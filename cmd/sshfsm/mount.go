@@ -53,6 +53,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	}
 	fo := fsOptions(cfg, ids, log)
 	fo.MountPrefix = host.Root()
+	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = host.RemoteUser()
 	srv, err := fusefs.Mount(mp, namespace.Single(host.Remote()), fo, mountOptions(cfg, b))
 	if err != nil {
 		host.Close()

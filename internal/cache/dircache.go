@@ -5,9 +5,11 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"sshfsm/internal/remote"
@@ -57,8 +59,12 @@ type entry struct {
 // for it instead of sending their own request.
 type flight struct {
 	done  chan struct{}
-	ok    bool // the fetch succeeded and the listing was stored
-	dirty bool // a mutation in the directory raced with the fetch
+	ok    bool  // the fetch succeeded and the listing was stored
+	dirty bool  // a mutation in the directory raced with the fetch
+	err   error // the fetch's error
+	// abandoned: the fetch failed because its caller's context ended;
+	// waiters fetch again.
+	abandoned bool
 }
 
 // New returns a cache keeping listings for ttl; ttl <= 0 disables it.
@@ -126,48 +132,85 @@ func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 }
 
 // Lookup answers for name in dir. Without a fresh listing it fetches dir
-// once, shared by every concurrent Lookup in dir, and answers from it. A
-// failed or raced fetch answers Unknown so the caller asks for the single
-// name itself (a directory may be searchable but not readable).
-func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (remote.Attr, State) {
+// once, shared by every concurrent Lookup in dir, and answers from it.
+//
+// A fetch the server refused (a directory may be searchable but not
+// readable) or one that raced with a mutation answers Unknown with a nil
+// error: the caller asks for the single name itself. A fetch the remote
+// did not answer (Unanswered) returns its error, and so does the end of
+// ctx: asking for the single name would wait as long again.
+func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (remote.Attr, State, error) {
 	if !d.Enabled() {
-		return remote.Attr{}, Unknown
+		return remote.Attr{}, Unknown, nil
 	}
-	d.mu.Lock()
-	if a, st := d.peekLocked(dir, name); st != Unknown || d.dirs[dir] != nil {
-		d.mu.Unlock()
-		return a, st
-	}
-	f := d.flights[dir]
-	if f == nil {
-		f = &flight{done: make(chan struct{})}
-		d.flights[dir] = f
-		d.mu.Unlock()
-		d.run(ctx, dir, f, fetch)
-	} else {
-		d.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return remote.Attr{}, Unknown
+	for {
+		d.mu.Lock()
+		if a, st := d.peekLocked(dir, name); st != Unknown || d.dirs[dir] != nil {
+			d.mu.Unlock()
+			return a, st, nil
 		}
+		f := d.flights[dir]
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			d.flights[dir] = f
+			d.mu.Unlock()
+			d.run(ctx, dir, f, fetch)
+			if f.err != nil && (ctx.Err() != nil || Unanswered(f.err)) {
+				return remote.Attr{}, Unknown, f.err
+			}
+		} else {
+			d.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return remote.Attr{}, Unknown, ctx.Err()
+			}
+			if f.abandoned {
+				// The fetching caller was interrupted; its error is
+				// not ours.
+				continue
+			}
+			if f.err != nil && Unanswered(f.err) {
+				return remote.Attr{}, Unknown, f.err
+			}
+		}
+		if !f.ok {
+			return remote.Attr{}, Unknown, nil
+		}
+		a, st := d.Peek(dir, name)
+		return a, st, nil
 	}
-	if !f.ok {
-		return remote.Attr{}, Unknown
-	}
-	return d.Peek(dir, name)
 }
 
 func (d *Dirs) run(ctx context.Context, dir string, f *flight, fetch Fetcher) {
 	ents, err := fetch(ctx, dir)
+	d.land(ctx, dir, f, ents, err)
+}
+
+// land ends flight f with the fetch's result, storing the listing unless
+// a mutation raced with it.
+func (d *Dirs) land(ctx context.Context, dir string, f *flight, ents []remote.DirEntry, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	delete(d.flights, dir)
+	if d.flights[dir] == f {
+		delete(d.flights, dir)
+	}
+	f.err = err
+	f.abandoned = err != nil && ctx.Err() != nil
 	if err == nil && !f.dirty {
 		d.storeLocked(dir, ents)
 		f.ok = true
 	}
 	close(f.done)
+}
+
+// Unanswered reports whether err means that the remote did not answer
+// (the request timed out, was cancelled, or its connection was lost), as
+// opposed to an answer refusing the request. After such an error another
+// request to the same remote would most likely wait just as long.
+func Unanswered(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.ENOTCONN)
 }
 
 // Fetch lists dir through fetch and stores the result, unless a mutation
@@ -186,16 +229,7 @@ func (d *Dirs) Fetch(ctx context.Context, dir string, fetch Fetcher) ([]remote.D
 	}
 	d.mu.Unlock()
 	ents, err := fetch(ctx, dir)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.flights[dir] == f {
-		delete(d.flights, dir)
-	}
-	if err == nil && !f.dirty {
-		d.storeLocked(dir, ents)
-		f.ok = true
-	}
-	close(f.done)
+	d.land(ctx, dir, f, ents, err)
 	return ents, err
 }
 

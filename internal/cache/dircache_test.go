@@ -3,8 +3,11 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,8 +48,8 @@ func TestLookupStates(t *testing.T) {
 		{"a", Hit, 1}, {"b", Hit, 2}, {"zz", Absent, 0},
 	}
 	for _, tc := range cases {
-		a, st := d.Lookup(ctx, "dir", tc.name, names("a", "b"))
-		if st != tc.want || a.Size != tc.size {
+		a, st, err := d.Lookup(ctx, "dir", tc.name, names("a", "b"))
+		if err != nil || st != tc.want || a.Size != tc.size {
 			t.Errorf("%s: %v %d, want %v %d", tc.name, st, a.Size, tc.want, tc.size)
 		}
 	}
@@ -83,7 +86,7 @@ func TestSingleFlight(t *testing.T) {
 			if i%2 == 1 {
 				name = "y"
 			}
-			_, results[i] = d.Lookup(context.Background(), "dir", name, fetch)
+			_, results[i], _ = d.Lookup(context.Background(), "dir", name, fetch)
 		}(i)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -115,7 +118,7 @@ func TestRacedFetchNotStored(t *testing.T) {
 	}
 	done := make(chan State)
 	go func() {
-		_, st := d.Lookup(context.Background(), "dir", "new", fetch)
+		_, st, _ := d.Lookup(context.Background(), "dir", "new", fetch)
 		done <- st
 	}()
 	<-started
@@ -134,12 +137,12 @@ func TestFailedFetchAndDisabled(t *testing.T) {
 	fail := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
 		return nil, errors.New("no")
 	}
-	if _, st := d.Lookup(context.Background(), "dir", "x", fail); st != Unknown {
-		t.Errorf("failed fetch answered %v", st)
+	if _, st, err := d.Lookup(context.Background(), "dir", "x", fail); st != Unknown || err != nil {
+		t.Errorf("failed fetch answered %v %v", st, err)
 	}
 	off := New(0, nil)
-	if _, st := off.Lookup(context.Background(), "dir", "x", names("x")); st != Unknown {
-		t.Errorf("disabled cache answered %v", st)
+	if _, st, err := off.Lookup(context.Background(), "dir", "x", names("x")); st != Unknown || err != nil {
+		t.Errorf("disabled cache answered %v %v", st, err)
 	}
 	d.Put("a", nil)
 	d.Put("a/b", nil)
@@ -149,5 +152,98 @@ func TestFailedFetchAndDisabled(t *testing.T) {
 		if _, st := d.Peek(dir, "x"); st != want {
 			t.Errorf("after DropTree, %s: %v, want %v", dir, st, want)
 		}
+	}
+}
+
+// A listing the remote did not answer is returned, to the fetching
+// lookup and to those waiting for it; a refused one is not.
+func TestUnansweredFetch(t *testing.T) {
+	cases := []struct {
+		err      error
+		returned bool
+	}{
+		{fmt.Errorf("readdir h:d: %w", context.DeadlineExceeded), true},
+		{fmt.Errorf("readdir h:d: %w", syscall.ETIMEDOUT), true},
+		{fmt.Errorf("readdir h:d: %w", syscall.ENOTCONN), true},
+		{context.Canceled, true},
+		{fmt.Errorf("readdir h:d: %w", fs.ErrPermission), false},
+		{syscall.EACCES, false},
+		{syscall.EIO, false},
+	}
+	for _, c := range cases {
+		d := New(time.Minute, nil)
+		var calls atomic.Int32
+		release := make(chan struct{})
+		fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+			calls.Add(1)
+			<-release
+			return nil, c.err
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 5)
+		for i := range errs {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				var st State
+				_, st, errs[i] = d.Lookup(context.Background(), "dir", "x", fetch)
+				if st != Unknown {
+					t.Errorf("%v: lookup answered %v", c.err, st)
+				}
+			}(i)
+		}
+		time.Sleep(20 * time.Millisecond)
+		close(release)
+		wg.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Errorf("%v: %d fetches, want 1", c.err, n)
+		}
+		for i, err := range errs {
+			if got := err != nil; got != c.returned || (got && !errors.Is(err, c.err)) {
+				t.Errorf("%v: lookup %d returned %v, want returned=%v", c.err, i, err, c.returned)
+			}
+		}
+	}
+}
+
+// A fetch ended by its caller's interrupt is retried by the lookups that
+// waited for it, not reported to them.
+func TestAbandonedFetchRetried(t *testing.T) {
+	d := New(time.Minute, nil)
+	started := make(chan struct{})
+	var calls atomic.Int32
+	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return []remote.DirEntry{{Name: "x"}}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := d.Lookup(ctx, "dir", "x", fetch)
+		first <- err
+	}()
+	<-started
+	second := make(chan State, 1)
+	go func() {
+		_, st, err := d.Lookup(context.Background(), "dir", "x", fetch)
+		if err != nil {
+			t.Errorf("waiting lookup: %v", err)
+		}
+		second <- st
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted lookup: %v, want context.Canceled", err)
+	}
+	if st := <-second; st != Hit {
+		t.Errorf("waiting lookup answered %v, want Hit", st)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
 	}
 }

@@ -50,7 +50,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	}
 	a, err := f.Stat(ctx)
 	if err != nil {
-		f.Close(context.Background())
+		// Closing must not cost a second timeout after the first.
+		go n.fsys.closeRemote(f)
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
 	ino := n.added(ctx, dir, name, p, a, out)
@@ -90,11 +91,11 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 		return nil, n.fsys.toErrno(err)
 	}
 	a, err := f.Stat(ctx)
-	cerr := f.Close(ctx)
-	if err == nil {
-		err = cerr
-	}
 	if err != nil {
+		go n.fsys.closeRemote(f)
+		return nil, n.fsys.toErrno(err)
+	}
+	if err := f.Close(ctx); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
 	return n.added(ctx, dir, name, p, a, out), 0
@@ -144,6 +145,11 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return errno
+	}
+	if ch := n.GetChild(name); ch != nil {
+		if err := ch.Operations().(*node).openLazies(ctx); err != nil {
+			return n.fsys.toErrno(err)
+		}
 	}
 	if err := n.fsys.ns.Remove(ctx, p); err != nil {
 		return n.fsys.toErrno(err)

@@ -5,19 +5,28 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"sshfsm/internal/cache"
 	"sshfsm/internal/remote"
 )
 
-// handle is one open regular file.
+// handle is one open regular file. A writable handle opens the remote
+// file at once; a lazy read-only handle opens it at its first read (see
+// lazy.go).
 type handle struct {
 	n *node
-	f remote.File
 	w *writer // nil for read-only handles
+
+	// mu guards the fields below. It is a leaf, like node.mu.
+	mu       sync.Mutex
+	f        remote.File // nil until a lazy handle's first read
+	flight   *openFlight // the lazy open in progress, if any
+	released bool
 }
 
 var (
@@ -42,8 +51,9 @@ func writable(flags uint32) bool {
 	return flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
 }
 
-// Open opens the remote file; the data the kernel cached from a previous
-// open is kept when size and mtime have not changed since.
+// Open opens the remote file, or defers that to the first read (lazy.go);
+// the data the kernel cached from a previous open is kept when size and
+// mtime have not changed since.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if writable(flags) {
 		if errno := n.fsys.readOnly(); errno != 0 {
@@ -53,6 +63,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	p, ok := n.path()
 	if !ok {
 		return nil, 0, syscall.ENOENT
+	}
+	if !writable(flags) && n.lazyOpen(p) {
+		if fl, ok := n.cacheFlags(flags, true); ok {
+			h := &handle{n: n}
+			n.addLazy(h)
+			return h, fl, 0
+		}
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		if err := n.pending.wait(ctx); err != nil {
@@ -81,18 +98,31 @@ func (n *node) newHandle(f remote.File, flags uint32) *handle {
 
 // openFlags chooses the caching mode of a new handle.
 func (n *node) openFlags(flags uint32) uint32 {
+	fl, _ := n.cacheFlags(flags, false)
+	return fl
+}
+
+// cacheFlags chooses the caching mode of a new handle. With ifKept it
+// does so only if the kernel may still hold the file's data from a
+// previous open and keeps it; otherwise it records nothing and reports
+// false.
+func (n *node) cacheFlags(flags uint32, ifKept bool) (uint32, bool) {
 	o := n.fsys.opts
 	if o.DirectIO {
-		return fuse.FOPEN_DIRECT_IO | fuse.FOPEN_PARALLEL_DIRECT_WRITES
+		return fuse.FOPEN_DIRECT_IO | fuse.FOPEN_PARALLEL_DIRECT_WRITES, !ifKept
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	keep := o.KernelCache || (n.opened && n.openSize == n.lastSize && n.openTime.Equal(n.lastTime))
-	n.opened, n.openSize, n.openTime = true, n.lastSize, n.lastTime
-	if keep && flags&syscall.O_TRUNC == 0 {
-		return fuse.FOPEN_KEEP_CACHE
+	same := n.opened && n.openSize == n.lastSize && n.openTime.Equal(n.lastTime)
+	keep := (o.KernelCache || same) && flags&syscall.O_TRUNC == 0
+	if ifKept && !(keep && n.opened) {
+		return 0, false
 	}
-	return 0
+	n.opened, n.openSize, n.openTime = true, n.lastSize, n.lastTime
+	if keep {
+		return fuse.FOPEN_KEEP_CACHE, true
+	}
+	return 0, true
 }
 
 // Read waits for the node's writes in flight, so a reader sees them.
@@ -100,9 +130,13 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if err := h.n.pending.wait(ctx); err != nil {
 		return nil, h.n.fsys.toErrno(err)
 	}
+	f, err := h.file(ctx)
+	if err != nil {
+		return nil, h.n.fsys.toErrno(err)
+	}
 	got := 0
 	for got < len(dest) {
-		k, err := h.f.ReadAt(ctx, dest[got:], off+int64(got))
+		k, err := f.ReadAt(ctx, dest[got:], off+int64(got))
 		got += k
 		if errors.Is(err, io.EOF) {
 			break
@@ -146,31 +180,48 @@ func (h *handle) forgetListing() {
 	}
 }
 
+// Fsync syncs the remote file; a lazy handle not opened yet has nothing
+// to sync.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	if h.w != nil {
 		if _, err := h.w.wait(ctx); err != nil {
 			return h.n.fsys.toErrno(err)
 		}
 	}
-	return h.n.fsys.toErrno(h.f.Sync(ctx))
+	f := h.opened()
+	if f == nil {
+		return 0
+	}
+	return h.n.fsys.toErrno(f.Sync(ctx))
 }
 
-// Release closes the remote handle. When no write happened since the
-// last flush, which reported every error, the close runs in the
+// Release closes the remote handle, if one was opened. When no write
+// happened since the last flush, which reported every error, or when the
+// writes failed because the remote did not answer, the close runs in the
 // background.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.mu.Lock()
+	h.released = true
+	f := h.f
+	h.mu.Unlock()
+	h.n.dropLazy(h)
 	if h.w == nil {
-		go h.closeRemote()
+		if f != nil {
+			go h.n.fsys.closeRemote(f)
+		}
 		return 0
 	}
 	clean, err := h.w.wait(context.Background())
 	h.n.addWriter(-1)
 	h.forgetListing()
-	if clean && err == nil {
-		go h.closeRemote()
+	if (clean && err == nil) || cache.Unanswered(err) {
+		go h.n.fsys.closeRemote(f)
+		if err != nil {
+			h.n.fsys.log.Warn("write error at release", "err", err)
+		}
 		return 0
 	}
-	cerr := h.f.Close(context.Background())
+	cerr := f.Close(context.Background())
 	if err == nil {
 		err = cerr
 	}
@@ -182,9 +233,9 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-func (h *handle) closeRemote() {
-	if err := h.f.Close(context.Background()); err != nil {
-		h.n.fsys.log.Warn("close", "err", err)
+func (f *filesys) closeRemote(rf remote.File) {
+	if err := rf.Close(context.Background()); err != nil {
+		f.log.Warn("close", "err", err)
 	}
 }
 
@@ -198,7 +249,11 @@ func (h *handle) truncate(ctx context.Context, size uint64) error {
 			return err
 		}
 	}
-	return h.f.Truncate(ctx, int64(size))
+	f, err := h.file(ctx)
+	if err != nil {
+		return err
+	}
+	return f.Truncate(ctx, int64(size))
 }
 
 // Allocate supports growing a file (mode 0) and FALLOC_FL_KEEP_SIZE. SFTP
@@ -213,7 +268,7 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 	case mode != 0:
 		return syscall.EOPNOTSUPP
 	}
-	a, err := h.f.Stat(ctx)
+	a, err := h.opened().Stat(ctx)
 	if err != nil {
 		return h.n.fsys.toErrno(err)
 	}

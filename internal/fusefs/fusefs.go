@@ -32,7 +32,12 @@ type Options struct {
 	IDMap                                                       IDMapper
 	FollowSymlinks, TransformSymlinks, ContainSymlinks          bool
 	MountPrefix                                                 string // absolute remote root, for TransformSymlinks
-	Logger                                                      *slog.Logger
+	// RemoteUID and RemoteGID are the remote user's ids, when
+	// RemoteIDsKnown: a read-only open is deferred to the first read
+	// only when they may surely read the file.
+	RemoteUID, RemoteGID uint32
+	RemoteIDsKnown       bool
+	Logger               *slog.Logger
 }
 
 // MountOptions are passed to the kernel at mount time.
@@ -72,7 +77,9 @@ type filesys struct {
 // listings kept for DirCacheTimeout, which the mount's own changes keep
 // current. Writes are pipelined; their errors surface at the next write,
 // fsync or close. Data cached by the kernel survives an open when size and
-// mtime are unchanged (always with KernelCache; never with DirectIO).
+// mtime are unchanged (always with KernelCache; never with DirectIO); a
+// read-only open of such a file reaches the server only when a read does
+// (lazy.go).
 func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions) (*fuse.Server, error) {
 	fsys := newFilesys(ns, o)
 	fo := fsys.fsOptions(mo)

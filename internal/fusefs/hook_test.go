@@ -10,11 +10,23 @@ import (
 // hookRemote counts calls and lets a test replace some of them.
 type hookRemote struct {
 	remote.Remote
-	readDirs, lstats, reads atomic.Int64
+	readDirs, lstats, stats, opens, reads atomic.Int64
 
+	// fail, when set and returning an error, makes the call op ("readdir",
+	// "lstat", "stat", "open") of path p fail with it without reaching
+	// the remote; context.DeadlineExceeded stands for a remote that did
+	// not answer within the timeout.
+	fail    func(op, p string) error
 	readDir func(ctx context.Context, p string) ([]remote.DirEntry, error)
 	lstat   func(ctx context.Context, p string) (remote.Attr, error)
 	writeAt func(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+func (h *hookRemote) failure(op, p string) error {
+	if h.fail == nil {
+		return nil
+	}
+	return h.fail(op, p)
 }
 
 // wrap is a mountWith wrapper; hooks must be set before mounting.
@@ -25,6 +37,9 @@ func (h *hookRemote) wrap(r remote.Remote) remote.Remote {
 
 func (h *hookRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
 	h.readDirs.Add(1)
+	if err := h.failure("readdir", p); err != nil {
+		return nil, err
+	}
 	if h.readDir != nil {
 		return h.readDir(ctx, p)
 	}
@@ -33,13 +48,28 @@ func (h *hookRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, 
 
 func (h *hookRemote) Lstat(ctx context.Context, p string) (remote.Attr, error) {
 	h.lstats.Add(1)
+	if err := h.failure("lstat", p); err != nil {
+		return remote.Attr{}, err
+	}
 	if h.lstat != nil {
 		return h.lstat(ctx, p)
 	}
 	return h.Remote.Lstat(ctx, p)
 }
 
+func (h *hookRemote) Stat(ctx context.Context, p string) (remote.Attr, error) {
+	h.stats.Add(1)
+	if err := h.failure("stat", p); err != nil {
+		return remote.Attr{}, err
+	}
+	return h.Remote.Stat(ctx, p)
+}
+
 func (h *hookRemote) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
+	h.opens.Add(1)
+	if err := h.failure("open", p); err != nil {
+		return nil, err
+	}
 	f, err := h.Remote.Open(ctx, p, flags, perm)
 	if err != nil {
 		return nil, err

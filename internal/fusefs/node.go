@@ -35,12 +35,14 @@ type node struct {
 	openTime time.Time
 	// lastSize and lastTime are the newest size and mtime fetched; last
 	// is the newest attributes, reported after unlink when no open
-	// handle can be asked.
+	// handle can be asked, and lastAt when they were learned.
 	lastSize uint64
 	lastTime time.Time
 	last     remote.Attr
-	detached uint64 // inode number reserved by inoTable.detach, 0 if none
-	writers  int    // open writable handles; while > 0 cached listings are bypassed
+	lastAt   time.Time
+	detached uint64               // inode number reserved by inoTable.detach, 0 if none
+	writers  int                  // open writable handles; while > 0 cached listings are bypassed
+	lazies   map[*handle]struct{} // lazy handles that have not opened their file yet
 
 	pending pending // writes of all handles of this node in flight
 }
@@ -120,9 +122,14 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	return n.newChild(ctx, name, p, a, end, out), 0
 }
 
-// lookupAttr returns the attributes of p = dir/name.
+// lookupAttr returns the attributes of p = dir/name. It asks for the
+// single name only when the listing has no answer; a listing the remote
+// did not answer fails the lookup at once (one timeout, not two).
 func (f *filesys) lookupAttr(ctx context.Context, dir, name, p string) (remote.Attr, error) {
-	a, st := f.dirs.Lookup(ctx, dir, name, f.ns.ReadDir)
+	a, st, err := f.dirs.Lookup(ctx, dir, name, f.ns.ReadDir)
+	if err != nil {
+		return a, err
+	}
 	switch st {
 	case cache.Absent:
 		return a, syscall.ENOENT
@@ -135,7 +142,7 @@ func (f *filesys) lookupAttr(ctx context.Context, dir, name, p string) (remote.A
 	if f.opts.FollowSymlinks {
 		return f.ns.Stat(ctx, p)
 	}
-	a, err := f.ns.Lstat(ctx, p)
+	a, err = f.ns.Lstat(ctx, p)
 	if err == nil {
 		f.dirs.Set(dir, name, a)
 	}
@@ -164,8 +171,13 @@ func (n *node) report(a remote.Attr, end uint64, out *fuse.Attr) {
 		a.Size = end
 	}
 	n.fsys.fillAttr(out, a)
+	n.remember(a)
+}
+
+// remember records a as the node's newest attributes.
+func (n *node) remember(a remote.Attr) {
 	n.mu.Lock()
-	n.lastSize, n.lastTime, n.last = a.Size, a.Mtime, a
+	n.lastSize, n.lastTime, n.last, n.lastAt = a.Size, a.Mtime, a, time.Now()
 	n.mu.Unlock()
 }
 
@@ -187,13 +199,14 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 func (n *node) getattr(ctx context.Context, fh fs.FileHandle) (remote.Attr, syscall.Errno) {
 	p, linked := n.path()
 	h, _ := fh.(*handle)
+	f := h.opened()
 	var a remote.Attr
 	var err error
 	switch {
 	case linked && !n.writing():
 		a, err = n.fsys.statPath(ctx, p)
-	case h != nil:
-		a, err = h.f.Stat(ctx)
+	case f != nil:
+		a, err = f.Stat(ctx)
 	case linked:
 		a, err = n.fsys.ns.Lstat(ctx, p)
 	default:

@@ -35,6 +35,11 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if errno != 0 {
 		return errno
 	}
+	if over := np.GetChild(newName); over != nil && over != n.GetChild(name) {
+		if err := over.Operations().(*node).openLazies(ctx); err != nil {
+			return n.fsys.toErrno(err)
+		}
+	}
 	if err := n.fsys.ns.Rename(ctx, oldp, newp, flags&renameNoReplace != 0); err != nil {
 		return n.fsys.toErrno(err)
 	}

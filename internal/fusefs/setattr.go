@@ -69,8 +69,8 @@ func (n *node) setRemote(ctx context.Context, h *handle, p string, sa remote.Set
 	if halfIDs || halfTimes {
 		var cur remote.Attr
 		var err error
-		if h != nil {
-			cur, err = h.f.Stat(ctx)
+		if f := h.opened(); f != nil {
+			cur, err = f.Stat(ctx)
 		} else {
 			cur, err = n.fsys.ns.Lstat(ctx, p)
 		}

@@ -1,0 +1,242 @@
+package fusefs
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sshfsm/internal/remote"
+)
+
+// dropPages makes the kernel forget the cached data of the file at p.
+func dropPages(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLazyOpen checks that a first open is eager; that a read-only open
+// of a file whose cached data the kernel keeps sends no OPEN until a read
+// reaches the server, and concurrent such reads share one; and that a
+// warm re-read of an unchanged file sends no OPEN at all.
+func TestLazyOpen(t *testing.T) {
+	hook := &hookRemote{}
+	tm := mountWith(t, defaultOpts(), hook.wrap)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	mustWrite(t, filepath.Join(tm.dir, "f"), data)
+	if _, err := os.Stat(tm.path("f")); err != nil {
+		t.Fatal(err)
+	}
+	opens0 := hook.opens.Load()
+	if b, err := os.ReadFile(tm.path("f")); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("first read: %v", err)
+	}
+	if got := hook.opens.Load() - opens0; got != 1 {
+		t.Errorf("first open sent %d OPENs, want 1", got)
+	}
+
+	dropPages(t, tm.path("f"))
+	opens0 = hook.opens.Load()
+	f, err := os.Open(tm.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hook.opens.Load() - opens0; got != 0 {
+		t.Errorf("open(2) sent %d OPENs, want 0 before the first read", got)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func(off int64) {
+			defer wg.Done()
+			buf := make([]byte, 4096)
+			if _, err := f.ReadAt(buf, off); err != nil || !bytes.Equal(buf, data[off:off+4096]) {
+				t.Errorf("read at %d: %v", off, err)
+			}
+		}(int64(i) << 20)
+	}
+	wg.Wait()
+	f.Close()
+	if got := hook.opens.Load() - opens0; got != 1 {
+		t.Errorf("concurrent first reads sent %d OPENs, want 1", got)
+	}
+
+	if b, err := os.ReadFile(tm.path("f")); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("full read: %v", err)
+	}
+	opens0, reads0 := hook.opens.Load(), hook.reads.Load()
+	for i := 0; i < 3; i++ {
+		if b, err := os.ReadFile(tm.path("f")); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("warm read %d: %v", i, err)
+		}
+	}
+	if got := hook.opens.Load() - opens0; got != 0 {
+		t.Errorf("warm re-reads sent %d OPENs, want 0", got)
+	}
+	if got := hook.reads.Load() - reads0; got != 0 {
+		t.Errorf("warm re-reads sent %d READs, want 0", got)
+	}
+}
+
+// TestLazyOpenRemoved checks that a file removed on the server after its
+// lookup fails at the first read that reaches the server with ESTALE,
+// not with a wrong success, and that the next lookup asks again.
+func TestLazyOpenRemoved(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	mustWrite(t, filepath.Join(tm.dir, "f"), []byte("soon gone"))
+	if b, err := os.ReadFile(tm.path("f")); err != nil || string(b) != "soon gone" {
+		t.Fatalf("first read: %q %v", b, err)
+	}
+	dropPages(t, tm.path("f"))
+	if err := os.Remove(filepath.Join(tm.dir, "f")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(tm.path("f"))
+	if err != nil {
+		t.Fatalf("lazy open: %v", err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64)
+	if n, err := f.Read(buf); !isErrno(err, syscall.ESTALE) {
+		t.Errorf("read of a removed file: %d %q %v, want ESTALE", n, buf[:n], err)
+	}
+	if _, err := os.Stat(tm.path("f")); err == nil {
+		t.Errorf("stat after the failed read still finds the file")
+	}
+}
+
+// TestEagerOpenUnreadable checks that a file the remote user may not be
+// able to read is opened at open(2), which reports EACCES, while a file
+// anyone may read is opened lazily.
+func TestEagerOpenUnreadable(t *testing.T) {
+	hook := &hookRemote{}
+	var denied atomic.Bool
+	hook.fail = func(op, p string) error {
+		if op == "open" && p == "secret" && denied.Load() {
+			return fmt.Errorf("open inprocess:%s: %w", p, fs.ErrPermission)
+		}
+		return nil
+	}
+	o := defaultOpts()
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	o.RemoteUID, o.RemoteGID, o.RemoteIDsKnown = uid+1, gid+1, true
+	tm := mountWith(t, o, hook.wrap)
+	files := map[string]os.FileMode{"secret": 0o600, "public": 0o644}
+	for name, mode := range files {
+		mustWrite(t, filepath.Join(tm.dir, name), []byte(name))
+		if err := os.Chmod(filepath.Join(tm.dir, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range files {
+		if _, err := os.ReadFile(tm.path(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server now refuses what the mode bits said it might.
+	denied.Store(true)
+	opens0 := hook.opens.Load()
+	if f, err := os.Open(tm.path("secret")); !isErrno(err, syscall.EACCES) {
+		t.Errorf("open of an unreadable file: %v, want EACCES", err)
+		if err == nil {
+			f.Close()
+		}
+	}
+	if got := hook.opens.Load() - opens0; got != 1 {
+		t.Errorf("open of an unreadable file sent %d OPENs, want 1", got)
+	}
+	opens0 = hook.opens.Load()
+	f, err := os.Open(tm.path("public"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got := hook.opens.Load() - opens0; got != 0 {
+		t.Errorf("open of a public file sent %d OPENs, want 0", got)
+	}
+}
+
+// TestLazyOpenReplaced checks that a lazy handle keeps reading the file
+// it opened after the name is unlinked or renamed over through the mount.
+func TestLazyOpenReplaced(t *testing.T) {
+	hook := &hookRemote{}
+	tm := mountWith(t, defaultOpts(), hook.wrap)
+	for _, name := range []string{"a", "b", "c"} {
+		mustWrite(t, filepath.Join(tm.dir, name), []byte("old "+name))
+	}
+	open := func(name string) *os.File {
+		t.Helper()
+		if _, err := os.ReadFile(tm.path(name)); err != nil {
+			t.Fatal(err)
+		}
+		dropPages(t, tm.path(name))
+		opens0 := hook.opens.Load()
+		f, err := os.Open(tm.path(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if got := hook.opens.Load() - opens0; got != 0 {
+			t.Fatalf("open of %s sent %d OPENs, want a lazy open", name, got)
+		}
+		return f
+	}
+	fa, fc := open("a"), open("c")
+	if err := os.Rename(tm.path("b"), tm.path("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(tm.path("c")); err != nil {
+		t.Fatal(err)
+	}
+	for want, f := range map[string]*os.File{"old a": fa, "old c": fc} {
+		buf := make([]byte, 64)
+		if n, err := f.ReadAt(buf, 0); string(buf[:n]) != want {
+			t.Errorf("read after the name went: %q %v, want %q", buf[:n], err, want)
+		}
+	}
+}
+
+func TestMayRead(t *testing.T) {
+	known := Options{RemoteUID: 10, RemoteGID: 20, RemoteIDsKnown: true}
+	root := Options{RemoteUID: 0, RemoteGID: 0, RemoteIDsKnown: true}
+	cases := []struct {
+		o    Options
+		mode uint32
+		uid  uint32
+		gid  uint32
+		want bool
+	}{
+		{Options{}, 0o644, 1, 1, true},
+		{Options{}, 0o600, 10, 20, false},
+		{known, 0o600, 10, 1, true},
+		{known, 0o044, 10, 20, false}, // owner bits apply to the owner
+		{known, 0o640, 1, 20, true},
+		{known, 0o604, 1, 20, false}, // group bits apply to the group
+		{known, 0o644, 1, 1, true},
+		{known, 0o604, 1, 1, false}, // maybe in the group by another membership
+		{known, 0o000, 10, 20, false},
+		{root, 0o000, 1, 1, true},
+	}
+	for _, c := range cases {
+		f := &filesys{opts: c.o}
+		a := remote.Attr{Mode: syscall.S_IFREG | c.mode, UID: c.uid, GID: c.gid}
+		if got := f.mayRead(a); got != c.want {
+			t.Errorf("mayRead(%o %d:%d, ids %d:%d known %v) = %v, want %v",
+				c.mode, c.uid, c.gid, c.o.RemoteUID, c.o.RemoteGID, c.o.RemoteIDsKnown, got, c.want)
+		}
+	}
+}
