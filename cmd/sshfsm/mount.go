@@ -123,6 +123,7 @@ func fsOptions(cfg *config.Config, ids fusefs.IDMapper, log *slog.Logger) fusefs
 		EntryTimeout:      cfg.Cache.EntryTimeout,
 		NegativeTimeout:   cfg.Cache.NegativeTimeout,
 		DirCacheTimeout:   cfg.Cache.DirCacheTimeout,
+		PrefetchDepth:     cfg.Cache.PrefetchDepth,
 		KernelCache:       cfg.FUSE.KernelCache,
 		DirectIO:          cfg.FUSE.DirectIO,
 		ReadOnly:          cfg.FUSE.ReadOnly,

@@ -111,6 +111,7 @@ type Cache struct {
 	EntryTimeout    time.Duration
 	NegativeTimeout time.Duration
 	DirCacheTimeout time.Duration
+	PrefetchDepth   int // levels of subdirectories listed ahead of a walk
 }
 
 // Symlinks configures how symbolic links are presented.

@@ -101,6 +101,9 @@ func cacheOptions() []Option {
 			func(c *Config, d time.Duration) { c.Cache.NegativeTimeout = d }),
 		secondsOpt("dcache_timeout", "20", s, false, "How long directory listings are trusted.",
 			func(c *Config, d time.Duration) { c.Cache.DirCacheTimeout = d }),
+		intOpt("prefetch_depth", "N", "3", s, 0, 16,
+			"When a directory is read, list that many levels of its subdirectories ahead in the background, so walks (find, git status, builds) find them cached; 0 turns this off.",
+			func(c *Config, n int) { c.Cache.PrefetchDepth = n }),
 		secondsOpt("cache_timeout", "", s, false, "Set attr_timeout, entry_timeout, negative_timeout and dcache_timeout at once.",
 			func(c *Config, d time.Duration) { c.Cache.setAll(d) }),
 	}

@@ -217,6 +217,82 @@ func TestReaddirFromListing(t *testing.T) {
 	}
 }
 
+// TestPrefetchSubdirs checks that reading a directory lists its
+// subdirectories ahead, so walking into them sends no further READDIR.
+func TestPrefetchSubdirs(t *testing.T) {
+	hook := &hookRemote{}
+	o := defaultOpts()
+	o.PrefetchDepth = 1
+	tm := mountWith(t, o, hook.wrap)
+	subs := []string{"s1", "s2", "s3"}
+	for _, s := range subs {
+		if err := os.MkdirAll(filepath.Join(tm.dir, "d", s, "inner"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(tm.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	dirs0 := hook.readDirs.Load()
+	if _, err := os.ReadDir(tm.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	// The prefetches run in the background; wait for all of them.
+	deadline := time.Now().Add(5 * time.Second)
+	for hook.readDirs.Load()-dirs0 < int64(1+len(subs)) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := hook.readDirs.Load() - dirs0; got != int64(1+len(subs)) {
+		t.Fatalf("%d READDIRs after reading d, want %d (d and its subdirectories)", got, 1+len(subs))
+	}
+	for _, s := range subs {
+		ents, err := os.ReadDir(tm.path("d/" + s))
+		if err != nil || len(ents) != 1 || ents[0].Name() != "inner" {
+			t.Fatalf("readdir %s: %v %v", s, ents, err)
+		}
+	}
+	// Reading s1..s3 prefetches their "inner" directories: one each, and
+	// nothing for s1..s3 themselves.
+	deadline = time.Now().Add(5 * time.Second)
+	for hook.readDirs.Load()-dirs0 < int64(1+2*len(subs)) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := hook.readDirs.Load() - dirs0; got != int64(1+2*len(subs)) {
+		t.Errorf("%d READDIRs after walking d, want %d", got, 1+2*len(subs))
+	}
+}
+
+// TestPrefetchDepth checks that prefetching reaches PrefetchDepth levels
+// below the directory read, and no further.
+func TestPrefetchDepth(t *testing.T) {
+	hook := &hookRemote{}
+	o := defaultOpts()
+	o.PrefetchDepth = 2
+	tm := mountWith(t, o, hook.wrap)
+	for _, s := range []string{"s1", "s2"} {
+		if err := os.MkdirAll(filepath.Join(tm.dir, "d", s, "inner", "deep"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(tm.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	dirs0 := hook.readDirs.Load()
+	if _, err := os.ReadDir(tm.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	const want = 1 + 2 + 2 // d, s1 s2, s1/inner s2/inner; not the deep ones
+	deadline := time.Now().Add(5 * time.Second)
+	for hook.readDirs.Load()-dirs0 < want && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := hook.readDirs.Load() - dirs0; got != want {
+		t.Errorf("%d READDIRs after reading d with depth 2, want %d", got, want)
+	}
+}
+
 // TestKeepCache checks that an unchanged file is read from the page cache
 // on its second open.
 func TestKeepCache(t *testing.T) {

@@ -48,6 +48,8 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 	if d.fetched {
 		return 0
 	}
+	// A listing prefetched for this directory may be on its way.
+	d.n.fsys.dirs.Wait(ctx, d.dir)
 	list, ok := d.n.fsys.dirs.List(d.dir)
 	if !ok {
 		var err error
@@ -68,6 +70,7 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 		d.ents = append(d.ents, e)
 	}
 	d.fetched = true
+	d.n.fsys.pre.subdirs(d.dir, list, 0)
 	return 0
 }
 

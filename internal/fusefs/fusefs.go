@@ -26,12 +26,15 @@ type IDMapper interface {
 // Options shape what the filesystem reports and how much it caches.
 type Options struct {
 	AttrTimeout, EntryTimeout, NegativeTimeout, DirCacheTimeout time.Duration
-	KernelCache, DirectIO, ReadOnly                             bool
-	UID, GID                                                    *uint32 // report every file as owned by these
-	Umask                                                       *uint32 // cleared from every reported mode
-	IDMap                                                       IDMapper
-	FollowSymlinks, TransformSymlinks, ContainSymlinks          bool
-	MountPrefix                                                 string // absolute remote root, for TransformSymlinks
+	// PrefetchDepth is how many levels of subdirectories below a directory
+	// being read are listed ahead in the background; 0 turns it off.
+	PrefetchDepth                                      int
+	KernelCache, DirectIO, ReadOnly                    bool
+	UID, GID                                           *uint32 // report every file as owned by these
+	Umask                                              *uint32 // cleared from every reported mode
+	IDMap                                              IDMapper
+	FollowSymlinks, TransformSymlinks, ContainSymlinks bool
+	MountPrefix                                        string // absolute remote root, for TransformSymlinks
 	// RemoteUID and RemoteGID are the remote user's ids, when
 	// RemoteIDsKnown: a read-only open is deferred to the first read
 	// only when they may surely read the file.
@@ -63,6 +66,7 @@ type filesys struct {
 	log  *slog.Logger
 	root *node
 	dirs *cache.Dirs
+	pre  *prefetcher
 	inos *inoTable
 	errs errLog
 	syms symLog
@@ -106,6 +110,7 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 		inos: newInoTable(),
 	}
 	fsys.root = &node{fsys: fsys}
+	fsys.pre = newPrefetcher(fsys)
 	return fsys
 }
 

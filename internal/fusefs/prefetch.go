@@ -2,52 +2,96 @@ package fusefs
 
 import (
 	"context"
+	"sync"
 	"syscall"
 
 	"sshfsm/internal/remote"
 )
 
 // Walks (find, git status, ls -R, builds) read a directory and then each of
-// its subdirectories, one after the other: one listing round trip after
-// another. When a directory is read, its subdirectories are listed ahead in
-// the background, a few at a time, so the walk finds them in the listing
-// cache or already on their way. Only directories actually read trigger
-// this, so it stays one level ahead of the reader and never crawls a tree
-// on its own.
+// its subdirectories, depth first: one listing round trip after another.
+// When a directory is read, its subdirectories are queued to be listed in
+// the background by a few workers, and the subdirectories of those down to
+// Options.PrefetchDepth levels below the directory read, so the walk finds each
+// listing in the cache or already on its way. The queue is a stack: what
+// the last directory read revealed is what a depth-first walk needs next.
+// Only directories actually read start this, so it stays a few levels
+// ahead of the reader and never crawls a whole tree on its own.
 const (
-	prefetchParallel = 4   // listings in flight at once, mount-wide
-	prefetchPerDir   = 256 // subdirectories considered per directory read
+	prefetchWorkers = 16   // listings in flight at once, mount-wide
+	prefetchQueue   = 4096 // directories waiting; more are left to the reader
 )
 
 type prefetcher struct {
-	slots chan struct{} // a token per listing in flight
+	f *filesys
+
+	// mu guards stack and workers.
+	mu      sync.Mutex
+	stack   []prefetchJob
+	workers int
 }
 
-func newPrefetcher() *prefetcher {
-	return &prefetcher{slots: make(chan struct{}, prefetchParallel)}
+type prefetchJob struct {
+	dir   string
+	depth int // levels below the directory read
 }
 
-// subdirs starts listing the subdirectories of dir found in ents. It never
-// blocks: subdirectories beyond the free slots are left for the reader.
-func (p *prefetcher) subdirs(f *filesys, dir string, ents []remote.DirEntry) {
-	if !f.dirs.Enabled() {
+func newPrefetcher(f *filesys) *prefetcher { return &prefetcher{f: f} }
+
+// subdirs queues the subdirectories of dir found in ents, dir being depth
+// levels below a directory read. It never blocks.
+func (p *prefetcher) subdirs(dir string, ents []remote.DirEntry, depth int) {
+	if !p.f.dirs.Enabled() || depth >= p.f.opts.PrefetchDepth {
 		return
 	}
-	seen := 0
-	for _, e := range ents {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Pushed last to first, so that the first subdirectory is taken first.
+	for i := len(ents) - 1; i >= 0; i-- {
+		e := ents[i]
 		if e.Attr.Mode&syscall.S_IFMT != syscall.S_IFDIR || e.Name == "." || e.Name == ".." {
 			continue
 		}
-		if seen++; seen > prefetchPerDir {
+		if len(p.stack) >= prefetchQueue {
+			break
+		}
+		p.stack = append(p.stack, prefetchJob{join(dir, e.Name), depth + 1})
+	}
+	for p.workers < prefetchWorkers && p.workers < len(p.stack) {
+		p.workers++
+		go p.work()
+	}
+}
+
+// work lists queued directories until none is left.
+func (p *prefetcher) work() {
+	for {
+		p.mu.Lock()
+		if len(p.stack) == 0 {
+			p.workers--
+			p.mu.Unlock()
 			return
 		}
-		select {
-		case p.slots <- struct{}{}:
-		default:
-			return
-		}
-		// Prefetch starts nothing, and frees the slot at once, when
-		// the listing is fresh or already on its way.
-		f.dirs.Prefetch(context.Background(), join(dir, e.Name), f.ns.ReadDir, func() { <-p.slots })
+		job := p.stack[len(p.stack)-1]
+		p.stack = p.stack[:len(p.stack)-1]
+		p.mu.Unlock()
+		p.list(job)
+	}
+}
+
+// list fetches one listing unless it is fresh or on its way, then queues
+// the next level.
+func (p *prefetcher) list(job prefetchJob) {
+	var ents []remote.DirEntry
+	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+		var err error
+		ents, err = p.f.ns.ReadDir(ctx, dir)
+		return ents, err
+	}
+	done := make(chan struct{})
+	p.f.dirs.Prefetch(context.Background(), job.dir, fetch, func() { close(done) })
+	<-done
+	if ents != nil {
+		p.subdirs(job.dir, ents, job.depth)
 	}
 }
