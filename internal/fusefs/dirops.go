@@ -32,6 +32,12 @@ func (n *node) prepare(name string) (dir, p string, errno syscall.Errno) {
 
 // added registers a new entry: the listing cache learns it and a fresh
 // Inode is returned.
+// afterChange is the context of the calls that follow a change the server
+// made: an interrupt must no longer turn the operation into EINTR, or the
+// caller would retry what already happened (the remote's timeout still
+// bounds the calls).
+func afterChange(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
 	n.fsys.dirs.Set(dir, name, a)
 	child := &node{fsys: n.fsys}
@@ -48,6 +54,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
+	ctx = afterChange(ctx)
 	a, err := f.Stat(ctx)
 	if err != nil {
 		// Closing must not cost a second timeout after the first.
@@ -68,6 +75,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err := n.fsys.ns.Mkdir(ctx, p, mode&07777); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	ctx = afterChange(ctx)
 	a, err := n.fsys.ns.Lstat(ctx, p)
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
@@ -90,6 +98,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	ctx = afterChange(ctx)
 	a, err := f.Stat(ctx)
 	if err != nil {
 		go n.fsys.closeRemote(f)
@@ -109,6 +118,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err := n.fsys.ns.Symlink(ctx, target, p); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	ctx = afterChange(ctx)
 	a, err := n.fsys.ns.Lstat(ctx, p)
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
@@ -131,6 +141,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err := n.fsys.ns.Link(ctx, oldp, p); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	ctx = afterChange(ctx)
 	a, err := n.fsys.ns.Lstat(ctx, p)
 	if err != nil {
 		return nil, n.fsys.toErrno(err)

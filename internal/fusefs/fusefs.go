@@ -126,20 +126,25 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 	if mo.DefaultPermissions {
 		opts = append(opts, "default_permissions")
 	}
+	// Mounting directly (as root), go-fuse passes these flags to mount(2)
+	// instead of the "ro" option, which only fusermount3 reads.
+	var flags uintptr = syscall.MS_NOSUID | syscall.MS_NODEV
 	if f.opts.ReadOnly {
 		opts = append(opts, "ro")
+		flags |= syscall.MS_RDONLY
 	}
 	entry, attr, neg := f.opts.EntryTimeout, f.opts.AttrTimeout, f.opts.NegativeTimeout
 	return &fs.Options{
 		MountOptions: fuse.MountOptions{
-			AllowOther:   mo.AllowOther,
-			Options:      opts,
-			FsName:       mo.FsName,
-			Name:         mo.Subtype,
-			Debug:        mo.Debug,
-			MaxWrite:     maxWrite,
-			MaxReadAhead: maxWrite,
-			DirectMount:  true,
+			AllowOther:       mo.AllowOther,
+			Options:          opts,
+			FsName:           mo.FsName,
+			Name:             mo.Subtype,
+			Debug:            mo.Debug,
+			MaxWrite:         maxWrite,
+			MaxReadAhead:     maxWrite,
+			DirectMount:      true,
+			DirectMountFlags: flags,
 			// Extended attributes do not exist over SFTP; the kernel
 			// still asks for security labels on every write unless told.
 			IgnoreSecurityLabels: true,
