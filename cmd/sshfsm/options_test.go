@@ -500,10 +500,11 @@ func asNobody(path string) error {
 func publicMountpoint(t *testing.T) string {
 	t.Helper()
 	mnt := mountpoint(t)
-	// Up to the run's own TMPDIR (testenv.Main), which is private.
-	for d := filepath.Dir(mnt); d != filepath.Dir(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+	// The run's temporary directories (testenv.Main, scripts/test.sh) are
+	// private: let others through the ones that keep them out.
+	for d := filepath.Dir(mnt); d != "/"; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
-		if err == nil {
+		if err == nil && fi.Mode().Perm()&0o001 == 0 {
 			err = os.Chmod(d, fi.Mode().Perm()|0o011)
 		}
 		if err != nil {
