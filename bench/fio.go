@@ -19,9 +19,26 @@ type fioJob struct {
 	depth int
 	file  string // name below fioDir
 	mib   int64
+	// buffered reads through the page cache (kernel readahead), as cp and
+	// cat do, instead of O_DIRECT.
+	buffered bool
 }
 
 func (j fioJob) writes() bool { return strings.Contains(j.rw, "write") }
+
+func (j fioJob) engine() string {
+	if j.buffered {
+		return "psync"
+	}
+	return "libaio"
+}
+
+func (j fioJob) direct() int {
+	if j.buffered {
+		return 0
+	}
+	return 1
+}
 
 // fioOutput is the part of fio's JSON output the benchmark reads.
 type fioOutput struct {
@@ -47,8 +64,8 @@ func runFioJob(ctx context.Context, mountDir string, j fioJob, limit time.Durati
 		"--rw=" + j.rw,
 		"--bs=" + j.bs,
 		fmt.Sprintf("--iodepth=%d", j.depth),
-		"--ioengine=libaio",
-		"--direct=1",
+		"--ioengine=" + j.engine(),
+		fmt.Sprintf("--direct=%d", j.direct()),
 		fmt.Sprintf("--size=%dm", j.mib),
 		fmt.Sprintf("--runtime=%dms", limit.Milliseconds()),
 		"--numjobs=1",

@@ -128,25 +128,15 @@ func runRTT(ctx context.Context, e *env, r *results) error {
 		{name: "find", sh: "find . | wc -l", cold: wRTTFind},
 		{name: "git status", sh: "git -c safe.directory='*' status > /dev/null", cold: wRTTGit, git: true},
 	}
-	read := fioJob{w: wRTTSeqRead, rw: "read", bs: "128k", depth: 4, file: "rtt.dat", mib: c.rttMiB}
+	reads := []fioJob{
+		{w: wRTTSeqRead, rw: "read", bs: "128k", depth: 4, file: "rtt.dat", mib: c.rttMiB},
+		{w: wRTTSeqReadBuf, rw: "read", bs: "1m", depth: 1, file: "rtt.dat", mib: c.rttMiB, buffered: true},
+	}
 	for _, t := range e.toolsFor(false) {
-		for rep := 1; rep <= c.rttRepeats; rep++ {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		for _, read := range reads {
+			if err := rttRead(ctx, e, r, t, read); err != nil {
+				return err
 			}
-			m, err := doMount(ctx, t, e.cfg, e.rttAlias, e.host.Dir, e.mnt(t))
-			if err != nil {
-				r.fail(t, read.w.id, err)
-				break
-			}
-			v, err := runFioJob(ctx, m.path, read, c.runtime)
-			unmount(m)
-			if err != nil {
-				r.fail(t, read.w.id, err)
-				break
-			}
-			r.add(read.w, t, v)
-			logf("%-13s %-20s %8.1f %s", t.key, read.w.id, v, read.w.unit)
 		}
 		for _, mc := range cmds {
 			if mc.git {
@@ -165,6 +155,30 @@ func runRTT(ctx context.Context, e *env, r *results) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// rttRead runs one fio read job through the proxy, each repeat on a fresh
+// mount so that nothing is in the page cache.
+func rttRead(ctx context.Context, e *env, r *results, t *tool, read fioJob) error {
+	for rep := 1; rep <= e.c.rttRepeats; rep++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		m, err := doMount(ctx, t, e.cfg, e.rttAlias, e.host.Dir, e.mnt(t))
+		if err != nil {
+			r.fail(t, read.w.id, err)
+			return nil
+		}
+		v, err := runFioJob(ctx, m.path, read, e.c.runtime)
+		unmount(m)
+		if err != nil {
+			r.fail(t, read.w.id, err)
+			return nil
+		}
+		r.add(read.w, t, v)
+		logf("%-13s %-20s %8.1f %s", t.key, read.w.id, v, read.w.unit)
 	}
 	return nil
 }

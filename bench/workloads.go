@@ -37,9 +37,13 @@ var (
 	wGrepCold = &workload{id: "grep-cold", title: "grep -r, cold", unit: "s"}
 	wGrepWarm = &workload{id: "grep-warm", title: "grep -r, warm", unit: "s", target: &target{ref: sshfsDefault, limit: 0.3}}
 
-	wRTTSeqRead = &workload{id: "rtt-seq-read", title: "high RTT: fio seq read 128k qd4", unit: "MiB/s", higher: true, target: &target{ref: sshfsDefault, limit: 2.0}}
-	wRTTFind    = &workload{id: "rtt-find-cold", title: "high RTT: find ., cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.3}}
-	wRTTGit     = &workload{id: "rtt-git-status-cold", title: "high RTT: git status, cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.1}}
+	// O_DIRECT at queue depth 4 keeps at most four 128 KiB requests per
+	// round trip in flight for any tool (125 MiB/s at 4 ms): shown, not
+	// a target. The buffered read is what cp and cat do.
+	wRTTSeqRead    = &workload{id: "rtt-seq-read", title: "high RTT: fio seq read 128k qd4 O_DIRECT", unit: "MiB/s", higher: true}
+	wRTTSeqReadBuf = &workload{id: "rtt-seq-read-buffered", title: "high RTT: fio seq read 1M buffered", unit: "MiB/s", higher: true, target: &target{ref: sshfsDefault, limit: 2.0}}
+	wRTTFind       = &workload{id: "rtt-find-cold", title: "high RTT: find ., cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.3}}
+	wRTTGit        = &workload{id: "rtt-git-status-cold", title: "high RTT: git status, cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.1}}
 
 	wWalk = &workload{id: "walk-wide", title: "find over the wide tree, cold", unit: "s"}
 	wRSS  = &workload{id: "rss-wide", title: "daemon VmRSS after the walk", unit: "MB", target: &target{limit: 150}}
@@ -50,6 +54,6 @@ var (
 var workloads = []*workload{
 	wSeqWrite, wSeqRead, wRandWrite, wRandRead,
 	wFindCold, wFindWarm, wLsCold, wLsWarm, wGitCold, wGitWarm, wGrepCold, wGrepWarm,
-	wRTTSeqRead, wRTTFind, wRTTGit,
+	wRTTSeqRead, wRTTSeqReadBuf, wRTTFind, wRTTGit,
 	wWalk, wRSS, wHWM,
 }
