@@ -217,6 +217,39 @@ func TestReaddirFromListing(t *testing.T) {
 	}
 }
 
+// settle waits until no listing has been fetched for a while, so that
+// background prefetching is over.
+func settle(t *testing.T, hook *hookRemote) {
+	t.Helper()
+	last, quiet := hook.readDirs.Load(), 0
+	for i := 0; i < 400 && quiet < 20; i++ {
+		time.Sleep(5 * time.Millisecond)
+		if n := hook.readDirs.Load(); n != last {
+			last, quiet = n, 0
+		} else {
+			quiet++
+		}
+	}
+}
+
+// listings returns how many READDIRs of paths reading them costs.
+func listings(t *testing.T, tm *testMount, hook *hookRemote, paths ...string) int64 {
+	t.Helper()
+	count := func() (n int64) {
+		for _, p := range paths {
+			n += hook.listings(p)
+		}
+		return n
+	}
+	before := count()
+	for _, p := range paths {
+		if _, err := os.ReadDir(tm.path(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return count() - before
+}
+
 // TestPrefetchSubdirs checks that reading a directory lists its
 // subdirectories ahead, so walking into them sends no further READDIR.
 func TestPrefetchSubdirs(t *testing.T) {
@@ -224,72 +257,45 @@ func TestPrefetchSubdirs(t *testing.T) {
 	o := defaultOpts()
 	o.PrefetchDepth = 1
 	tm := mountWith(t, o, hook.wrap)
-	subs := []string{"s1", "s2", "s3"}
-	for _, s := range subs {
+	for _, s := range []string{"s1", "s2", "s3"} {
 		if err := os.MkdirAll(filepath.Join(tm.dir, "d", s, "inner"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := os.Stat(tm.path("d")); err != nil {
-		t.Fatal(err)
+	if got := listings(t, tm, hook, "d"); got != 1 {
+		t.Errorf("reading d cost %d READDIRs, want 1", got)
 	}
-	dirs0 := hook.readDirs.Load()
-	if _, err := os.ReadDir(tm.path("d")); err != nil {
-		t.Fatal(err)
-	}
-	// The prefetches run in the background; wait for all of them.
-	deadline := time.Now().Add(5 * time.Second)
-	for hook.readDirs.Load()-dirs0 < int64(1+len(subs)) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := hook.readDirs.Load() - dirs0; got != int64(1+len(subs)) {
-		t.Fatalf("%d READDIRs after reading d, want %d (d and its subdirectories)", got, 1+len(subs))
-	}
-	for _, s := range subs {
-		ents, err := os.ReadDir(tm.path("d/" + s))
-		if err != nil || len(ents) != 1 || ents[0].Name() != "inner" {
-			t.Fatalf("readdir %s: %v %v", s, ents, err)
-		}
-	}
-	// Reading s1..s3 prefetches their "inner" directories: one each, and
-	// nothing for s1..s3 themselves.
-	deadline = time.Now().Add(5 * time.Second)
-	for hook.readDirs.Load()-dirs0 < int64(1+2*len(subs)) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if got := hook.readDirs.Load() - dirs0; got != int64(1+2*len(subs)) {
-		t.Errorf("%d READDIRs after walking d, want %d", got, 1+2*len(subs))
+	settle(t, hook)
+	if got := listings(t, tm, hook, "d/s1", "d/s2", "d/s3"); got != 0 {
+		t.Errorf("walking into the subdirectories of d cost %d READDIRs, want 0", got)
 	}
 }
 
 // TestPrefetchDepth checks that prefetching reaches PrefetchDepth levels
-// below the directory read, and no further.
+// below the directory read or looked up in, and no further.
 func TestPrefetchDepth(t *testing.T) {
 	hook := &hookRemote{}
 	o := defaultOpts()
 	o.PrefetchDepth = 2
 	tm := mountWith(t, o, hook.wrap)
-	for _, s := range []string{"s1", "s2"} {
-		if err := os.MkdirAll(filepath.Join(tm.dir, "d", s, "inner", "deep"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(filepath.Join(tm.dir, "d", "s1", "a", "b", "c"), 0o755); err != nil {
+		t.Fatal(err)
 	}
+	// A lookup lists the root, which queues d and d/s1.
 	if _, err := os.Stat(tm.path("d")); err != nil {
 		t.Fatal(err)
 	}
-	dirs0 := hook.readDirs.Load()
-	if _, err := os.ReadDir(tm.path("d")); err != nil {
-		t.Fatal(err)
+	settle(t, hook)
+	if got := listings(t, tm, hook, "d", "d/s1"); got != 0 {
+		t.Errorf("reading two levels below the root cost %d READDIRs, want 0", got)
 	}
-	const want = 1 + 2 + 2 // d, s1 s2, s1/inner s2/inner; not the deep ones
-	deadline := time.Now().Add(5 * time.Second)
-	for hook.readDirs.Load()-dirs0 < want && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	// Reading d/s1 queued a and a/b, not a/b/c.
+	settle(t, hook)
+	if got := listings(t, tm, hook, "d/s1/a/b/c"); got != 1 {
+		t.Errorf("reading three levels below d/s1 cost %d READDIRs, want 1", got)
 	}
-	time.Sleep(100 * time.Millisecond)
-	if got := hook.readDirs.Load() - dirs0; got != want {
-		t.Errorf("%d READDIRs after reading d with depth 2, want %d", got, want)
+	if got := listings(t, tm, hook, "d/s1/a", "d/s1/a/b"); got != 0 {
+		t.Errorf("reading the prefetched levels cost %d READDIRs, want 0", got)
 	}
 }
 

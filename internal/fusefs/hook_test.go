@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"sshfsm/internal/remote"
@@ -11,6 +12,7 @@ import (
 type hookRemote struct {
 	remote.Remote
 	readDirs, lstats, stats, opens, reads atomic.Int64
+	listed                                sync.Map // path → *atomic.Int64: READDIRs of that path
 
 	// fail, when set and returning an error, makes the call op ("readdir",
 	// "lstat", "stat", "open") of path p fail with it without reaching
@@ -20,6 +22,19 @@ type hookRemote struct {
 	readDir func(ctx context.Context, p string) ([]remote.DirEntry, error)
 	lstat   func(ctx context.Context, p string) (remote.Attr, error)
 	writeAt func(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+func (h *hookRemote) countListing(p string) {
+	c, _ := h.listed.LoadOrStore(p, new(atomic.Int64))
+	c.(*atomic.Int64).Add(1)
+}
+
+// listings returns how many READDIRs of path p were sent.
+func (h *hookRemote) listings(p string) int64 {
+	if c, ok := h.listed.Load(p); ok {
+		return c.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 func (h *hookRemote) failure(op, p string) error {
@@ -37,6 +52,7 @@ func (h *hookRemote) wrap(r remote.Remote) remote.Remote {
 
 func (h *hookRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
 	h.readDirs.Add(1)
+	h.countListing(p)
 	if err := h.failure("readdir", p); err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 // single name only when the listing has no answer; a listing the remote
 // did not answer fails the lookup at once (one timeout, not two).
 func (f *filesys) lookupAttr(ctx context.Context, dir, name, p string) (remote.Attr, error) {
-	a, st, err := f.dirs.Lookup(ctx, dir, name, f.ns.ReadDir)
+	a, st, err := f.dirs.Lookup(ctx, dir, name, f.listAhead)
 	if err != nil {
 		return a, err
 	}

@@ -15,8 +15,9 @@ import (
 // Options.PrefetchDepth levels below the directory read, so the walk finds each
 // listing in the cache or already on its way. The queue is a stack: what
 // the last directory read revealed is what a depth-first walk needs next.
-// Only directories actually read start this, so it stays a few levels
-// ahead of the reader and never crawls a whole tree on its own.
+// Only directories actually read or listed for a lookup start this, so it
+// stays a few levels ahead of the walker and never crawls a whole tree on
+// its own.
 const (
 	prefetchWorkers = 16   // listings in flight at once, mount-wide
 	prefetchQueue   = 4096 // directories waiting; more are left to the reader
@@ -94,4 +95,15 @@ func (p *prefetcher) list(job prefetchJob) {
 	if ents != nil {
 		p.subdirs(job.dir, ents, job.depth)
 	}
+}
+
+// listAhead lists dir for a lookup and queues its subdirectories, as a
+// read of dir does: tools that stat paths (git status, make) walk the tree
+// through lookups without reading every directory first.
+func (f *filesys) listAhead(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+	ents, err := f.ns.ReadDir(ctx, dir)
+	if err == nil {
+		f.pre.subdirs(dir, ents, 0)
+	}
+	return ents, err
 }
