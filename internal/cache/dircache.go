@@ -48,6 +48,8 @@ type Dirs struct {
 type listing struct {
 	expires time.Time
 	names   map[string]entry
+	// prefetched: stored by Prefetch and not yet used by a reader.
+	prefetched bool
 }
 
 type entry struct {

@@ -28,6 +28,13 @@ func (d *Dirs) Prefetch(ctx context.Context, dir string, fetch Fetcher, done fun
 	d.mu.Unlock()
 	go func() {
 		d.run(ctx, dir, f, fetch)
+		if f.ok {
+			d.mu.Lock()
+			if l := d.dirs[dir]; l != nil {
+				l.prefetched = true
+			}
+			d.mu.Unlock()
+		}
 		if done != nil {
 			done()
 		}
@@ -49,4 +56,21 @@ func (d *Dirs) Wait(ctx context.Context, dir string) {
 	case <-f.done:
 	case <-ctx.Done():
 	}
+}
+
+// TakePrefetched reports whether the listing of dir was stored by Prefetch
+// and not used since, and marks it used: a reader finding one is walking a
+// tree the prefetcher saw coming.
+func (d *Dirs) TakePrefetched(dir string) bool {
+	if !d.Enabled() {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.dirs[dir]
+	if l == nil || !l.prefetched {
+		return false
+	}
+	l.prefetched = false
+	return true
 }

@@ -271,8 +271,9 @@ func TestPrefetchSubdirs(t *testing.T) {
 	}
 }
 
-// TestPrefetchDepth checks that prefetching reaches PrefetchDepth levels
-// below the directory read or looked up in, and no further.
+// TestPrefetchDepth checks that a single look lists one level ahead, and
+// that a walk (a reader using a prefetched listing) lists PrefetchDepth
+// levels ahead, and no further.
 func TestPrefetchDepth(t *testing.T) {
 	hook := &hookRemote{}
 	o := defaultOpts()
@@ -281,18 +282,27 @@ func TestPrefetchDepth(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(tm.dir, "d", "s1", "a", "b", "c"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// A lookup lists the root, which queues d and d/s1.
+	// A lookup lists the root, which queues d only.
 	if _, err := os.Stat(tm.path("d")); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, hook)
-	if got := listings(t, tm, hook, "d", "d/s1"); got != 0 {
-		t.Errorf("reading two levels below the root cost %d READDIRs, want 0", got)
+	if hook.listings("d") != 1 || hook.listings("d/s1") != 0 {
+		t.Errorf("after one lookup: d listed %d times, d/s1 %d times; want 1 and 0",
+			hook.listings("d"), hook.listings("d/s1"))
 	}
-	// Reading d/s1 queued a and a/b, not a/b/c.
+	// Reading the prefetched d is a walk: d/s1 and d/s1/a are queued.
+	if got := listings(t, tm, hook, "d"); got != 0 {
+		t.Errorf("reading the prefetched d cost %d READDIRs, want 0", got)
+	}
+	settle(t, hook)
+	if got := listings(t, tm, hook, "d/s1"); got != 0 {
+		t.Errorf("reading d/s1 cost %d READDIRs, want 0", got)
+	}
+	// Reading d/s1 queued a and a/b; a/b/c is beyond the depth.
 	settle(t, hook)
 	if got := listings(t, tm, hook, "d/s1/a/b/c"); got != 1 {
-		t.Errorf("reading three levels below d/s1 cost %d READDIRs, want 1", got)
+		t.Errorf("reading d/s1/a/b/c cost %d READDIRs, want 1", got)
 	}
 	if got := listings(t, tm, hook, "d/s1/a", "d/s1/a/b"); got != 0 {
 		t.Errorf("reading the prefetched levels cost %d READDIRs, want 0", got)

@@ -70,7 +70,7 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 		d.ents = append(d.ents, e)
 	}
 	d.fetched = true
-	d.n.fsys.pre.subdirs(d.dir, list, 0)
+	d.n.fsys.pre.read(d.dir, list, ok && d.n.fsys.dirs.TakePrefetched(d.dir))
 	return 0
 }
 

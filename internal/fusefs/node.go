@@ -134,6 +134,7 @@ func (f *filesys) lookupAttr(ctx context.Context, dir, name, p string) (remote.A
 	case cache.Absent:
 		return a, syscall.ENOENT
 	case cache.Hit:
+		f.pre.walked(dir)
 		if f.opts.FollowSymlinks && isLink(a) {
 			return f.ns.Stat(ctx, p)
 		}

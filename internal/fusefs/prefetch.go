@@ -10,14 +10,15 @@ import (
 
 // Walks (find, git status, ls -R, builds) read a directory and then each of
 // its subdirectories, depth first: one listing round trip after another.
-// When a directory is read, its subdirectories are queued to be listed in
-// the background by a few workers, and the subdirectories of those down to
-// Options.PrefetchDepth levels below the directory read, so the walk finds each
-// listing in the cache or already on its way. The queue is a stack: what
-// the last directory read revealed is what a depth-first walk needs next.
-// Only directories actually read or listed for a lookup start this, so it
-// stays a few levels ahead of the walker and never crawls a whole tree on
-// its own.
+// When a directory is read or listed for a lookup, its subdirectories are
+// queued to be listed in the background by a few workers. When the reader
+// then uses one of those prefetched listings, it is walking the tree, and
+// the next Options.PrefetchDepth levels below are queued, so the walk finds
+// each listing in the cache or already on its way. A single look (ls, one
+// stat) thus costs one level of listings ahead; only a walk goes deeper,
+// and never further than PrefetchDepth levels ahead of the walker. The
+// queue is a stack: what the last directory read revealed is what a
+// depth-first walk needs next.
 const (
 	prefetchWorkers = 16   // listings in flight at once, mount-wide
 	prefetchQueue   = 4096 // directories waiting; more are left to the reader
@@ -39,8 +40,28 @@ type prefetchJob struct {
 
 func newPrefetcher(f *filesys) *prefetcher { return &prefetcher{f: f} }
 
+// read queues the subdirectories of dir, whose listing ents a reader or a
+// lookup just used; walking says the listing had been prefetched.
+func (p *prefetcher) read(dir string, ents []remote.DirEntry, walking bool) {
+	depth := 0
+	if !walking {
+		depth = p.f.opts.PrefetchDepth - 1
+	}
+	p.subdirs(dir, ents, depth)
+}
+
+// walked is read for a lookup that found the listing of dir prefetched.
+func (p *prefetcher) walked(dir string) {
+	if !p.f.dirs.TakePrefetched(dir) {
+		return
+	}
+	if ents, ok := p.f.dirs.List(dir); ok {
+		p.read(dir, ents, true)
+	}
+}
+
 // subdirs queues the subdirectories of dir found in ents, dir being depth
-// levels below a directory read. It never blocks.
+// levels below the directory read. It never blocks.
 func (p *prefetcher) subdirs(dir string, ents []remote.DirEntry, depth int) {
 	if !p.f.dirs.Enabled() || depth >= p.f.opts.PrefetchDepth {
 		return
@@ -103,7 +124,7 @@ func (p *prefetcher) list(job prefetchJob) {
 func (f *filesys) listAhead(ctx context.Context, dir string) ([]remote.DirEntry, error) {
 	ents, err := f.ns.ReadDir(ctx, dir)
 	if err == nil {
-		f.pre.subdirs(dir, ents, 0)
+		f.pre.read(dir, ents, false)
 	}
 	return ents, err
 }
