@@ -271,6 +271,22 @@ func TestPrefetchSubdirs(t *testing.T) {
 	}
 }
 
+// TestPrefetchOff checks that PrefetchDepth 0 lists nothing ahead.
+func TestPrefetchOff(t *testing.T) {
+	hook := &hookRemote{}
+	tm := mountWith(t, defaultOpts(), hook.wrap) // PrefetchDepth 0
+	if err := os.MkdirAll(filepath.Join(tm.dir, "d", "s1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := listings(t, tm, hook, "d"); got != 1 {
+		t.Errorf("reading d cost %d READDIRs, want 1", got)
+	}
+	settle(t, hook)
+	if got := listings(t, tm, hook, "d/s1"); got != 1 {
+		t.Errorf("reading d/s1 cost %d READDIRs, want 1 (nothing listed ahead)", got)
+	}
+}
+
 // TestPrefetchDepth checks that a single look lists one level ahead, and
 // that a walk (a reader using a prefetched listing) lists PrefetchDepth
 // levels ahead, and no further.

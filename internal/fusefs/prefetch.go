@@ -63,7 +63,7 @@ func (p *prefetcher) walked(dir string) {
 // subdirs queues the subdirectories of dir found in ents, dir being depth
 // levels below the directory read. It never blocks.
 func (p *prefetcher) subdirs(dir string, ents []remote.DirEntry, depth int) {
-	if !p.f.dirs.Enabled() || depth >= p.f.opts.PrefetchDepth {
+	if !p.f.dirs.Enabled() || p.f.opts.PrefetchDepth <= 0 || depth >= p.f.opts.PrefetchDepth {
 		return
 	}
 	p.mu.Lock()
