@@ -325,6 +325,42 @@ func TestPrefetchDepth(t *testing.T) {
 	}
 }
 
+// TestRemoteChangeSeenInListing checks that a name added on the server
+// shows in a listing once the cache times have passed, although the
+// kernel keeps directory contents across opens.
+func TestRemoteChangeSeenInListing(t *testing.T) {
+	o := defaultOpts()
+	o.AttrTimeout, o.EntryTimeout, o.NegativeTimeout, o.DirCacheTimeout =
+		200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+	tm := mountWith(t, o, nil)
+	if err := os.Mkdir(filepath.Join(tm.dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(tm.dir, "d", "a"), []byte("x"))
+	list := func() int {
+		ents, err := os.ReadDir(tm.path("d"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	os.Chtimes(filepath.Join(tm.dir, "d"), time.Unix(1e9, 0), time.Unix(1e9, 0))
+	if n := list(); n != 1 {
+		t.Fatalf("%d names, want 1", n)
+	}
+	// Within the same second: the directory's mtime (seconds over SFTP)
+	// does not change, so only the listing's expiry can show the name.
+	mustWrite(t, filepath.Join(tm.dir, "d", "b"), []byte("y"))
+	os.Chtimes(filepath.Join(tm.dir, "d"), time.Unix(1e9, 0), time.Unix(1e9, 0))
+	if n := list(); n != 1 {
+		t.Logf("%d names at once (the listing is cached for 200 ms)", n)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if n := list(); n != 2 {
+		t.Errorf("%d names after a remote create and the cache times, want 2", n)
+	}
+}
+
 // TestKeepCache checks that an unchanged file is read from the page cache
 // on its second open.
 func TestKeepCache(t *testing.T) {

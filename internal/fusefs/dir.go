@@ -41,7 +41,25 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
-	return &dirHandle{n: n, dir: p}, 0, 0
+	return &dirHandle{n: n, dir: p}, n.dirOpenFlags(p), 0
+}
+
+// dirOpenFlags lets the kernel cache the directory's contents while our
+// listing of it is fresh. Once that has expired, the kernel's copy is
+// dropped too, so a name created on the server shows within
+// DirCacheTimeout, as without the kernel's cache: the directory's mtime,
+// which the kernel also watches, has a resolution of seconds over SFTP.
+// (The kernel drops its copy itself when the mount changes the directory.)
+func (n *node) dirOpenFlags(dir string) uint32 {
+	if !n.fsys.dirs.Enabled() {
+		return 0
+	}
+	if !n.fsys.dirs.Fresh(dir) && n.kernelListed.Swap(false) {
+		// Nothing of this package is locked here, as notifying asks.
+		n.NotifyContent(0, 0)
+	}
+	n.kernelListed.Store(true)
+	return fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
 }
 
 func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {

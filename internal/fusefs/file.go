@@ -163,11 +163,16 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 
 // Flush runs at every close(2) of a descriptor: it reports the first
 // write error.
+//
+// Flush and Fsync wait for writes already sent whatever signal the caller
+// gets (within the remote's timeout): answering EINTR would tell the
+// application that its data may be lost when it is on its way, and runtimes
+// such as Go's signal their threads all the time.
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	if h.w == nil {
 		return 0
 	}
-	_, err := h.w.wait(ctx)
+	_, err := h.w.wait(context.WithoutCancel(ctx))
 	h.forgetListing()
 	return h.n.fsys.toErrno(err)
 }
@@ -183,6 +188,7 @@ func (h *handle) forgetListing() {
 // Fsync syncs the remote file; a lazy handle not opened yet has nothing
 // to sync.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	ctx = context.WithoutCancel(ctx)
 	if h.w != nil {
 		if _, err := h.w.wait(ctx); err != nil {
 			return h.n.fsys.toErrno(err)

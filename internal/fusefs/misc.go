@@ -15,15 +15,16 @@ var (
 	_ = (fs.NodeRemovexattrer)((*node)(nil))
 )
 
-// SFTP has no extended attributes: there are none to read, and none can
-// be set.
+// SFTP has no extended attributes. Reading them answers ENOSYS, which the
+// kernel remembers for the mount and turns into EOPNOTSUPP for every later
+// call without asking again: ls -l asks two per file otherwise.
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENODATA
+	return 0, syscall.ENOSYS
 }
 
 func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return 0, 0
+	return 0, syscall.ENOSYS
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {

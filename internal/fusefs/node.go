@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +46,9 @@ type node struct {
 	lazies   map[*handle]struct{} // lazy handles that have not opened their file yet
 
 	pending pending // writes of all handles of this node in flight
+
+	// kernelListed: the kernel may hold this directory's contents.
+	kernelListed atomic.Bool
 }
 
 var (

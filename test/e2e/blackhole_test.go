@@ -73,7 +73,8 @@ func TestBlackhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, sshArgs, dest := proxied(t, h)
-	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=5", "reconnect"}})
+	// prefetch_depth=0: listing the root must not list "unlisted" ahead.
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=5", "reconnect", "prefetch_depth=0"}})
 
 	if err := os.WriteFile(m.Path("before"), []byte("written before"), 0o644); err != nil {
 		t.Fatal(err)
