@@ -63,7 +63,7 @@ func (h *Host) run(ctx context.Context, c *channel, k reqKind, fn func() error, 
 	}
 	cl := &call{result: make(chan error, 1)}
 	start := time.Now()
-	go func() {
+	sharedWorkers().do(func() {
 		err := fn()
 		c.end(start, err)
 		cl.finished.Store(true)
@@ -74,7 +74,7 @@ func (h *Host) run(ctx context.Context, c *channel, k reqKind, fn func() error, 
 		if delivered {
 			cl.result <- err
 		}
-	}()
+	})
 	select {
 	case err := <-cl.result:
 		return err
