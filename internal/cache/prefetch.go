@@ -74,3 +74,15 @@ func (d *Dirs) TakePrefetched(dir string) bool {
 	l.prefetched = false
 	return true
 }
+
+// Fresh reports whether a listing of dir is kept and not expired (some of
+// its entries may still be unknown).
+func (d *Dirs) Fresh(dir string) bool {
+	if !d.Enabled() {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.dirs[dir]
+	return l != nil && d.now().Before(l.expires)
+}
