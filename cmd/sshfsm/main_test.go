@@ -205,3 +205,14 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("took %v", r.took)
 	}
 }
+
+func TestCheckFUSE(t *testing.T) {
+	if err := checkFUSE(fuseDevice); err != nil {
+		t.Fatalf("%s: %v (the machine's FUSE device should be usable for these tests)", fuseDevice, err)
+	}
+	err := checkFUSE(filepath.Join(t.TempDir(), "no-fuse"))
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Code != config.ExitMount || !strings.Contains(err.Error(), "modprobe fuse") {
+		t.Errorf("missing device: %v, want exit %d and a hint", err, config.ExitMount)
+	}
+}

@@ -36,6 +36,9 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFUSE(fuseDevice); err != nil {
+		return nil, err
+	}
 	if err := absolutize(cfg); err != nil {
 		return nil, err
 	}

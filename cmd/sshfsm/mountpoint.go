@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sshfsm/internal/config"
 )
 
@@ -127,4 +129,23 @@ func unescapeMountinfo(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// fuseDevice is the device every FUSE mount needs.
+const fuseDevice = "/dev/fuse"
+
+// checkFUSE fails early, before any ssh prompt, when dev cannot be used:
+// root opens it directly, other users through fusermount3, which opens it
+// with their own permissions.
+func checkFUSE(dev string) error {
+	err := unix.Access(dev, unix.R_OK|unix.W_OK)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.ENOENT):
+		return config.Errorf(config.ExitMount, "%s is missing: load the fuse kernel module (modprobe fuse) or install fuse3", dev)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return config.Errorf(config.ExitMount, "%s is not readable and writable for you: it is usually crw-rw-rw- (chmod 666 %s as root), or mount as root", dev, dev)
+	}
+	return config.Errorf(config.ExitMount, "%s: %v", dev, err)
 }
