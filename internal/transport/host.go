@@ -204,6 +204,9 @@ func (h *Host) maintain(slot int, c *channel) {
 		}
 		var err error
 		if c, err = h.openChannel(h.ctx, slot, false); err != nil {
+			if h.ctx.Err() != nil {
+				return // closing: not a failure
+			}
 			h.log.Warn("sftp channel failed", "host", h.o.Host, "slot", slot, "err", err)
 			backoff = min(max(2*backoff, minBackoff), maxBackoff)
 			continue
