@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sshfsm/internal/config"
+	"sshfsm/internal/mountinfo"
 )
 
 // checkMountpoint returns the absolute, symlink-free mountpoint, or an
@@ -38,7 +37,8 @@ func checkMountpoint(p string) (string, error) {
 	if err != nil {
 		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s: %v", p, unwrapPath(err))
 	}
-	if fstype, ok := mountedAt(real); ok {
+	if m, ok := mountinfo.At(real); ok {
+		fstype := m.FSType
 		if strings.HasPrefix(fstype, "fuse") && isDead(real) {
 			return "", deadMount(p, real)
 		}
@@ -83,52 +83,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// mountedAt reports whether dir is a mountpoint in /proc/self/mountinfo,
-// with the type of the filesystem mounted there.
-func mountedAt(dir string) (fstype string, ok bool) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - type source super
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 || unescapeMountinfo(fields[4]) != dir {
-			continue
-		}
-		fstype = "unknown type"
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) {
-				fstype = fields[i+1]
-			}
-		}
-		return fstype, true
-	}
-	return "", false
-}
-
-// unescapeMountinfo decodes the \ooo octal escapes of mountinfo paths.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // fuseDevice is the device every FUSE mount needs.

@@ -69,21 +69,6 @@ func TestOneLine(t *testing.T) {
 	}
 }
 
-func TestMountinfo(t *testing.T) {
-	if got := unescapeMountinfo(`/mnt/a\040b\134c\011`); got != "/mnt/a b\\c\t" {
-		t.Errorf("unescape = %q", got)
-	}
-	if got := unescapeMountinfo(`/x\04`); got != `/x\04` {
-		t.Errorf("short escape = %q", got)
-	}
-	if typ, ok := mountedAt("/proc"); !ok || typ != "proc" {
-		t.Errorf("mountedAt(/proc) = %q, %v", typ, ok)
-	}
-	if _, ok := mountedAt("/proc/self"); ok {
-		t.Error("mountedAt(/proc/self) = true")
-	}
-}
-
 func TestTransportOptions(t *testing.T) {
 	cfg, err := config.Parse([]string{"-p", "2222", "-C", "-F", "/c", "-o", "IdentityFile=/k,max_conns=3,timeout=7,noreconnect,sftp_server=/s",
 		"-o", "ssh_command=ssh -vv", "u@[::1]:d", "/m"})

@@ -1,13 +1,12 @@
 package testenv
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"sshfsm/internal/mountinfo"
 	"strings"
 	"time"
 )
@@ -16,58 +15,10 @@ import (
 const FSType = "fuse.sshfsm"
 
 // Mount is one line of /proc/self/mountinfo.
-type Mount struct {
-	Point  string // mount point
-	FSType string // e.g. fuse.sshfsm
-	Source string // e.g. user@host:/dir
-}
+type Mount = mountinfo.Mount
 
 // Mounts lists the mounts this process sees.
-func Mounts() ([]Mount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []Mount
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// id parent major:minor root point options [optional...] - fstype source superopts
-		f := strings.Fields(sc.Text())
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 5 || sep < 0 || sep+2 >= len(f) {
-			continue
-		}
-		out = append(out, Mount{Point: unescape(f[4]), FSType: f[sep+1], Source: unescape(f[sep+2])})
-	}
-	return out, sc.Err()
-}
-
-// unescape decodes the \ooo octal escapes of mountinfo fields.
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func Mounts() ([]Mount, error) { return mountinfo.All() }
 
 // resolve makes mnt absolute and resolves symlinks in its parent, without
 // touching mnt itself (a dead FUSE mount fails every stat).

@@ -9,20 +9,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 )
 
-func TestUnescape(t *testing.T) {
-	for in, want := range map[string]string{
-		`/mnt/plain`:         "/mnt/plain",
-		`/mnt/with\040space`: "/mnt/with space",
-		`/mnt/tab\011x`:      "/mnt/tab\tx",
-		`/mnt/back\134sl`:    `/mnt/back\sl`,
-		`/mnt/trail\04`:      `/mnt/trail\04`,
-	} {
-		if got := unescape(in); got != want {
-			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestMountedAt(t *testing.T) {
 	if !MountedAt("/proc") {
 		t.Error("/proc not seen as mounted")
