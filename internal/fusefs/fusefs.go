@@ -114,6 +114,9 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 	return fsys
 }
 
+// maxBackground is how many background requests the kernel keeps in flight.
+const maxBackground = 64
+
 func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 	maxWrite := mo.MaxWrite
 	if maxWrite <= 0 {
@@ -153,6 +156,10 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 			// sends them one at a time, one round trip each.
 			ExtraCapabilities:    fuse.CAP_ASYNC_DIO,
 			EnableSymlinkCaching: true,
+			// Asynchronous direct I/O and readahead are background
+			// requests; the default of 12 in flight held 4 KiB random
+			// reads at queue depth 32 to 23-24k IOPS, 64 gives 28-29k.
+			MaxBackground: maxBackground,
 		},
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
