@@ -84,20 +84,9 @@ func (e *env) mnt(t *tool) string { return filepath.Join(e.work, "mnt", t.key) }
 func (e *env) writeSSHConfig() error {
 	h := e.host
 	e.rttAlias = h.Alias + "-rtt"
-	block := h.ConfigBlock()
-	var rtt []string
-	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
-		switch {
-		case strings.HasPrefix(line, "Host "):
-			line = "Host " + e.rttAlias
-		case strings.HasPrefix(strings.TrimSpace(line), "Port "):
-			line = "\tPort " + strconv.Itoa(e.proxy.Port())
-		}
-		rtt = append(rtt, line)
-	}
-	rtt = append(rtt, fmt.Sprintf("\tHostKeyAlias [%s]:%d", h.Addr, h.Port))
+	block := h.ConfigBlock() + "\n" + h.ConfigBlockVia(e.rttAlias, h.Addr, e.proxy.Port())
 	e.cfg = filepath.Join(e.work, "ssh_config")
-	return os.WriteFile(e.cfg, []byte(block+"\n"+strings.Join(rtt, "\n")+"\n"), 0o600)
+	return os.WriteFile(e.cfg, []byte(block), 0o600)
 }
 
 // pickTools selects the requested tools that exist, building sshfsm.

@@ -55,11 +55,20 @@ func (h *Host) writeSSHDConfig(sftpServer string) error {
 
 // ConfigBlock returns the "Host alias" block of the client config, for
 // writing several hosts into one file.
-func (h *Host) ConfigBlock() string {
+func (h *Host) ConfigBlock() string { return h.block(h.Alias, h.Addr, h.Port) }
+
+// ConfigBlockVia returns a "Host alias" block that reaches this host
+// through addr:port (a proxy in front of it), still verifying its host key:
+// known_hosts names the key by sshd's own address and port (HostKeyAlias).
+func (h *Host) ConfigBlockVia(alias, addr string, port int) string {
+	return h.block(alias, addr, port) + "\tHostKeyAlias [" + h.Addr + "]:" + strconv.Itoa(h.Port) + "\n"
+}
+
+func (h *Host) block(alias, addr string, port int) string {
 	lines := []string{
-		"Host " + h.Alias,
-		"\tHostName " + h.Addr,
-		"\tPort " + strconv.Itoa(h.Port),
+		"Host " + alias,
+		"\tHostName " + addr,
+		"\tPort " + strconv.Itoa(port),
 		"\tUser " + h.User,
 		"\tIdentityFile " + quote(h.IdentityFile),
 		"\tIdentitiesOnly yes",

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,28 +28,8 @@ func proxied(t *testing.T, h *testenv.Host) (*netproxy.Proxy, []string, string) 
 	t.Cleanup(func() { p.Close() })
 	const alias = "sshfsm-test-proxied"
 	cfg := filepath.Join(t.TempDir(), "ssh_config")
-	lines := []string{
-		"Host " + alias,
-		"\tHostName 127.0.0.1",
-		"\tPort " + strconv.Itoa(p.Port()),
-		// known_hosts names the key by sshd's own address and port.
-		"\tHostKeyAlias [" + h.Addr + "]:" + strconv.Itoa(h.Port),
-		"\tStrictHostKeyChecking yes",
-		"\tUser " + h.User,
-		"\tIdentityFile " + h.IdentityFile,
-		"\tIdentitiesOnly yes",
-		"\tIdentityAgent none",
-		"\tUserKnownHostsFile " + h.KnownHosts,
-		"\tGlobalKnownHostsFile /dev/null",
-		"\tUpdateHostKeys no",
-		"\tCheckHostIP no",
-		"\tBatchMode yes",
-		"\tControlMaster no",
-		"\tControlPath none",
-		"\tConnectTimeout 10",
-		"\tLogLevel ERROR",
-	}
-	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+	block := h.ConfigBlockVia(alias, "127.0.0.1", p.Port()) + "\tStrictHostKeyChecking yes\n"
+	if err := os.WriteFile(cfg, []byte(block), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p, []string{"-F", cfg}, alias + ":" + h.Dir
