@@ -173,11 +173,22 @@ func TestConnectionRefused(t *testing.T) {
 // behind a dead link does; the mount gives up within its timeout. Only
 // loopback is used: tests never send traffic elsewhere.
 func TestUnreachable(t *testing.T) {
+	port := silentPeer(t)
+	r := sshfsm(t, 20*time.Second, "-p", port, "-o", "timeout=2,BatchMode=yes", "127.0.0.1:", t.TempDir())
+	expectFailure(t, r, config.ExitConnect, "cannot connect to 127.0.0.1")
+	if r.took > 8*time.Second {
+		t.Errorf("took %v", r.took)
+	}
+}
+
+// silentPeer listens on loopback, accepts TCP connections and never
+// answers on them; it returns the port.
+func silentPeer(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	var mu sync.Mutex
 	var held []net.Conn
 	go func() {
@@ -191,19 +202,15 @@ func TestUnreachable(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	defer func() {
+	t.Cleanup(func() {
+		ln.Close()
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range held {
 			c.Close()
 		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	r := sshfsm(t, 20*time.Second, "-p", port, "-o", "timeout=2,BatchMode=yes", "127.0.0.1:", t.TempDir())
-	expectFailure(t, r, config.ExitConnect, "cannot connect to 127.0.0.1")
-	if r.took > 8*time.Second {
-		t.Errorf("took %v", r.took)
-	}
+	})
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
 func TestCheckFUSE(t *testing.T) {

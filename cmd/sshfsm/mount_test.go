@@ -326,22 +326,8 @@ func TestDeadMountpoint(t *testing.T) {
 // TestSignalWhileConnecting: SIGTERM ends sshfsm -f even while the server
 // does not answer.
 func TestSignalWhileConnecting(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-		}
-	}()
+	port := silentPeer(t)
 	mnt := mountpoint(t)
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	cmd := exec.Command(binary(t), "-f", "-p", port, "-o", "ConnectTimeout=60,BatchMode=yes", "127.0.0.1:", mnt)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
