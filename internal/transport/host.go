@@ -346,3 +346,22 @@ func (h *Host) Close() error {
 func (h *Host) abs(p string) string {
 	return path.Join(h.root, path.Clean("/"+p))
 }
+
+// Up reports whether at least one channel is live.
+func (h *Host) Up() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.chans {
+		if c != nil && !c.isDead() {
+			return true
+		}
+	}
+	return false
+}
+
+// Changed returns a channel closed at the next change of the channels.
+func (h *Host) Changed() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.changed
+}

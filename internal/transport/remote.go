@@ -288,3 +288,8 @@ var syntheticStatFS = remote.StatFS{
 }
 
 func (r hostRemote) Close() error { return r.h.Close() }
+
+var _ remote.Health = hostRemote{}
+
+func (r hostRemote) Up() bool                 { return r.h.Up() }
+func (r hostRemote) Changed() <-chan struct{} { return r.h.Changed() }
