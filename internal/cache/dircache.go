@@ -43,6 +43,8 @@ type Dirs struct {
 	dirs    map[string]*listing
 	flights map[string]*flight
 	stores  int // listings stored since the last sweep of expired ones
+
+	count counters
 }
 
 type listing struct {
@@ -88,7 +90,9 @@ func (d *Dirs) Peek(dir, name string) (remote.Attr, State) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.peekLocked(dir, name)
+	a, st := d.peekLocked(dir, name)
+	d.count.answered(st, false)
+	return a, st
 }
 
 func (d *Dirs) peekLocked(dir, name string) (remote.Attr, State) {
@@ -130,6 +134,7 @@ func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 		ents = append(ents, remote.DirEntry{Name: name, Attr: e.attr})
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
+	d.count.listingHits.Add(1)
 	return ents, true
 }
 
@@ -145,11 +150,18 @@ func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (rem
 	if !d.Enabled() {
 		return remote.Attr{}, Unknown, nil
 	}
-	for {
+	// again: an earlier pass waited for a fetch, and was counted.
+	for again := false; ; again = true {
 		d.mu.Lock()
 		if a, st := d.peekLocked(dir, name); st != Unknown || d.dirs[dir] != nil {
 			d.mu.Unlock()
+			if !again {
+				d.count.kept(st)
+			}
 			return a, st, nil
+		}
+		if !again {
+			d.count.fetched()
 		}
 		f := d.flights[dir]
 		if f == nil {
@@ -179,7 +191,9 @@ func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (rem
 		if !f.ok {
 			return remote.Attr{}, Unknown, nil
 		}
-		a, st := d.Peek(dir, name)
+		d.mu.Lock()
+		a, st := d.peekLocked(dir, name)
+		d.mu.Unlock()
 		return a, st, nil
 	}
 }
@@ -221,6 +235,7 @@ func (d *Dirs) Fetch(ctx context.Context, dir string, fetch Fetcher) ([]remote.D
 	if !d.Enabled() {
 		return fetch(ctx, dir)
 	}
+	d.count.listingMisses.Add(1)
 	f := &flight{done: make(chan struct{})}
 	d.mu.Lock()
 	if old := d.flights[dir]; old != nil {
