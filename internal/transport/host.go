@@ -38,6 +38,10 @@ type Options struct {
 	// one SFTP byte stream (directport uses it for TCP; tests for an
 	// in-process pkg/sftp server).
 	Dialer func(ctx context.Context) (io.ReadCloser, io.WriteCloser, error)
+	// FailFast makes a request that finds no live channel fail at once
+	// with ErrNoChannel instead of waiting for a reconnect: for a layer
+	// that can send it to another host (replica sets).
+	FailFast bool
 }
 
 // Defaults for zero Options fields.
@@ -254,6 +258,10 @@ func (h *Host) broadcastLocked() {
 
 var errClosed = errors.New("connection closed")
 
+// ErrNoChannel is the error (wrapping ENOTCONN) of a request that found no
+// live channel under Options.FailFast: it was not sent.
+var ErrNoChannel = errors.New("no live sftp channel")
+
 // pick returns the live channel with the fewest outstanding requests,
 // waiting for one until ctx ends; it fails with ctx.Err() once ctx is done,
 // even with a channel live, so that a cancelled request is never sent. The
@@ -282,6 +290,10 @@ func (h *Host) pick(ctx context.Context) (*channel, error) {
 		if h.alive == 0 {
 			h.mu.Unlock()
 			return nil, fmt.Errorf("%w: %w", errClosed, syscall.ENOTCONN)
+		}
+		if h.o.FailFast {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("%s: %w: %w", h.o.Host, ErrNoChannel, syscall.ENOTCONN)
 		}
 		wait := h.changed
 		h.mu.Unlock()
