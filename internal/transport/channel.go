@@ -144,7 +144,7 @@ func (h *Host) handshake(ctx context.Context, c *channel, r io.Reader, w io.Writ
 	}
 	done := make(chan result, 1)
 	go func() {
-		cl, err := sftp.NewClientPipe(&countReader{r: r, h: h}, &countWriter{w: w, h: h},
+		cl, err := sftp.NewClientPipe(newWireReader(r, h), newWireWriter(w, h),
 			sftp.UseConcurrentReads(true), sftp.UseConcurrentWrites(true))
 		done <- result{cl, err}
 	}()
@@ -212,59 +212,4 @@ func (h *Host) stderrSink(interactive bool) func(string) {
 		return func(line string) { fmt.Fprintln(os.Stderr, line) }
 	}
 	return func(line string) { h.log.Warn("ssh", "host", h.o.Host, "msg", line) }
-}
-
-// countReader counts the bytes received on a session.
-type countReader struct {
-	r io.Reader
-	h *Host
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.h.wireIn.Add(uint64(n))
-	return n, err
-}
-
-// countWriter counts the bytes and requests sent on a session, by parsing
-// the SFTP packet framing as it passes.
-type countWriter struct {
-	w      io.WriteCloser
-	h      *Host
-	head   [64]byte // first bytes of the current packet
-	nhead  int
-	remain int // bytes of the current packet (after its length) still to come
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.h.wireOut.Add(uint64(n))
-	c.parse(p[:n])
-	return n, err
-}
-
-func (c *countWriter) Close() error { return c.w.Close() }
-
-func (c *countWriter) parse(p []byte) {
-	for len(p) > 0 {
-		if c.nhead < 4 {
-			k := copy(c.head[c.nhead:4], p)
-			c.nhead += k
-			p = p[k:]
-			if c.nhead == 4 {
-				c.remain = int(uint32(c.head[0])<<24 | uint32(c.head[1])<<16 | uint32(c.head[2])<<8 | uint32(c.head[3]))
-			}
-			continue
-		}
-		k := min(len(p), c.remain)
-		if c.nhead < len(c.head) {
-			c.nhead += copy(c.head[c.nhead:], p[:k])
-		}
-		c.remain -= k
-		p = p[k:]
-		if c.remain == 0 {
-			c.h.reqs.count(c.head[4:c.nhead])
-			c.nhead = 0
-		}
-	}
 }
