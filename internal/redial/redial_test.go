@@ -1,0 +1,90 @@
+package redial
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/testenv"
+	"sshfsm/internal/transport"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// A host that fails its first dials is down (calls fail at once with
+// ENOTCONN), then comes up on its own, fires Changed, and serves.
+func TestConnectsInBackground(t *testing.T) {
+	minBackoff, maxBackoff = 20*time.Millisecond, 50*time.Millisecond
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	var open atomic.Bool
+	dial := func(ctx context.Context) (*transport.Host, error) {
+		attempts.Add(1)
+		if !open.Load() {
+			return nil, errors.New("connection refused")
+		}
+		return transport.Dial(ctx, transport.Options{Host: "b", Dir: dir, Conns: 1,
+			Timeout: 5 * time.Second, Reconnect: true, Dialer: testenv.SFTPDialer(dir)})
+	}
+	r := New("b", dial, errors.New("connection refused"), nil)
+	defer r.Close()
+
+	changed := r.Changed()
+	start := time.Now()
+	if _, err := r.Lstat(context.Background(), "f"); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("lstat while down: %v, want ENOTCONN", err)
+	}
+	if time.Since(start) > 100*time.Millisecond || r.Up() || r.LastError() == nil {
+		t.Fatalf("down host: took %v, Up %v, LastError %v", time.Since(start), r.Up(), r.LastError())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for attempts.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if attempts.Load() < 3 {
+		t.Fatalf("only %d dial attempts", attempts.Load())
+	}
+	open.Store(true)
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Changed did not fire when the host connected")
+	}
+	for !r.Up() && time.Now().Before(deadline) {
+		select {
+		case <-r.Changed():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	a, err := r.Lstat(context.Background(), "f")
+	if err != nil || a.Size != 5 || !r.Up() || r.LastError() != nil {
+		t.Fatalf("after connect: %+v %v, Up %v", a, err, r.Up())
+	}
+}
+
+// Close stops the dial loop of a host that never answers.
+func TestCloseStopsDialling(t *testing.T) {
+	minBackoff, maxBackoff = 10*time.Millisecond, 10*time.Millisecond
+	var attempts atomic.Int32
+	r := New("b", func(ctx context.Context) (*transport.Host, error) {
+		attempts.Add(1)
+		return nil, errors.New("no route to host")
+	}, nil, nil)
+	time.Sleep(50 * time.Millisecond)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := attempts.Load()
+	time.Sleep(50 * time.Millisecond)
+	if attempts.Load() != n || n == 0 {
+		t.Fatalf("attempts %d then %d: dialling did not stop (or never ran)", n, attempts.Load())
+	}
+}
