@@ -42,6 +42,10 @@ type Options struct {
 	// with ErrNoChannel instead of waiting for a reconnect: for a layer
 	// that can send it to another host (replica sets).
 	FailFast bool
+	// NoPrompt runs the first channel in BatchMode too: ssh fails instead
+	// of asking for a password or passphrase (several hosts dialled at
+	// once must not prompt over each other).
+	NoPrompt bool
 }
 
 // Defaults for zero Options fields.
@@ -94,7 +98,7 @@ func Dial(ctx context.Context, o Options) (*Host, error) {
 	if o.Dialer == nil {
 		h.extra = sshDefaults(ctx, &h.o, preferredCiphers())
 	}
-	c, err := h.openChannel(ctx, 0, true)
+	c, err := h.openChannel(ctx, 0, !o.NoPrompt)
 	if err != nil {
 		h.cancel()
 		return nil, err
