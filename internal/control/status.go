@@ -1,0 +1,91 @@
+// Package control lets `sshfsm status` ask a running sshfsm daemon what its
+// mount is doing, over a unix socket private to the mounting user.
+package control
+
+import "time"
+
+// Status is what a daemon reports about its mount. Its JSON form is what
+// `sshfsm status --json` prints; fields are only ever added.
+type Status struct {
+	Mount    Mount    `json:"mount"`
+	Branches []Branch `json:"branches"`
+	Cache    Cache    `json:"cache"`
+}
+
+// Mount describes the mount as a whole. The server fills Mountpoint, PID,
+// Program, Started and UptimeSeconds; the provider fills Options.
+type Mount struct {
+	Mountpoint    string    `json:"mountpoint"`
+	PID           int       `json:"pid"`
+	Program       string    `json:"program"` // sshfsm version of the daemon
+	Started       time.Time `json:"started"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+	Options       []string  `json:"options"` // the settings that shape behaviour, as -o would write them
+}
+
+// Branch kinds.
+const (
+	KindSingle  = "single"  // the only branch of the mount
+	KindUnion   = "union"   // one of several branches merged at the root
+	KindGraft   = "graft"   // a branch appearing as MOUNTPOINT/NAME
+	KindReplica = "replica" // several hosts serving one tree
+)
+
+// Branch is one remote directory of the mount and the hosts serving it.
+type Branch struct {
+	Kind     string `json:"kind"`
+	Name     string `json:"name"` // graft name, or the branch as written
+	Dir      string `json:"dir"`  // remote directory, resolved
+	ReadOnly bool   `json:"read_only"`
+	Hosts    []Host `json:"hosts"`
+}
+
+// Host states.
+const (
+	StateUp           = "up"           // at least one channel is live
+	StateReconnecting = "reconnecting" // no channel is live; trying again
+	StateDown         = "down"         // no channel is live and none will be
+)
+
+// Host is one ssh host of a branch.
+type Host struct {
+	Name          string            `json:"name"`
+	State         string            `json:"state"`
+	ChannelsUp    int               `json:"channels_up"`
+	Channels      int               `json:"channels"`
+	InFlight      int               `json:"in_flight"`  // requests sent and not answered
+	LatencyMillis float64           `json:"latency_ms"` // mean duration of each channel's last request
+	BytesRead     uint64            `json:"bytes_read"` // file data read
+	BytesWritten  uint64            `json:"bytes_written"`
+	WireIn        uint64            `json:"wire_in"` // bytes received, SFTP framing included
+	WireOut       uint64            `json:"wire_out"`
+	Errors        uint64            `json:"errors"` // requests failed for transport reasons
+	Reconnects    uint64            `json:"reconnects"`
+	Requests      map[string]uint64 `json:"requests"` // SFTP requests sent, by type
+}
+
+// Cache holds the counters of the mount's listing cache. Ratios are hits
+// over all answers, -1 when nothing was asked yet; the server fills them.
+type Cache struct {
+	Enabled       bool    `json:"enabled"`
+	ListingHits   uint64  `json:"listing_hits"`
+	ListingMisses uint64  `json:"listing_misses"`
+	ListingRatio  float64 `json:"listing_hit_ratio"`
+	AttrHits      uint64  `json:"attr_hits"`
+	AttrMisses    uint64  `json:"attr_misses"`
+	AttrRatio     float64 `json:"attr_hit_ratio"`
+	NegativeHits  uint64  `json:"negative_hits"`
+}
+
+// fillRatios computes the ratios from the counters.
+func (c *Cache) fillRatios() {
+	c.ListingRatio = ratio(c.ListingHits, c.ListingMisses)
+	c.AttrRatio = ratio(c.AttrHits, c.AttrMisses)
+}
+
+func ratio(hits, misses uint64) float64 {
+	if hits+misses == 0 {
+		return -1
+	}
+	return float64(hits) / float64(hits+misses)
+}
