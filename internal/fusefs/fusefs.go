@@ -41,6 +41,9 @@ type Options struct {
 	RemoteUID, RemoteGID uint32
 	RemoteIDsKnown       bool
 	Logger               *slog.Logger
+	// Cache, when set, is the listing cache to use instead of a new one
+	// keeping listings DirCacheTimeout; its owner reads its counters.
+	Cache *cache.Dirs
 }
 
 // MountOptions are passed to the kernel at mount time.
@@ -106,8 +109,11 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 		ns:   ns,
 		opts: o,
 		log:  lg,
-		dirs: cache.New(o.DirCacheTimeout, nil),
+		dirs: o.Cache,
 		inos: newInoTable(),
+	}
+	if fsys.dirs == nil {
+		fsys.dirs = cache.New(o.DirCacheTimeout, nil)
 	}
 	fsys.root = &node{fsys: fsys}
 	fsys.pre = newPrefetcher(fsys)
