@@ -75,11 +75,17 @@ func (w *writer) reserve(ctx context.Context, need int64) error {
 func (w *writer) send(buf *[]byte, b []byte, off, need int64) {
 	// The request that queued this write has been answered; the
 	// transport's own timeout bounds the call.
-	n, err := w.f.WriteAt(context.Background(), b, off)
+	var n int
+	var err error
+	if bw, ok := w.f.(remote.BufferWriter); ok {
+		n, err = bw.WriteAtOwned(context.Background(), b, off, func() { putBuf(buf) })
+	} else {
+		n, err = w.f.WriteAt(context.Background(), b, off)
+		putBuf(buf)
+	}
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
-	putBuf(buf)
 	w.mu.Lock()
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("write at %d: %w", off, err)

@@ -11,7 +11,8 @@ import (
 // pool, so no request ever writes into memory the caller has handed back.
 type lease struct {
 	b    []byte
-	cls  int
+	cls  int    // pool class; -1: not pooled
+	done func() // for a caller's own buffer: called instead of pooling
 	refs atomic.Int32
 }
 
@@ -42,6 +43,14 @@ func getLease(n int) *lease {
 	return l
 }
 
+// ownLease wraps a caller's buffer, held once; done runs at the last
+// release.
+func ownLease(b []byte, done func()) *lease {
+	l := &lease{b: b, cls: -1, done: done}
+	l.refs.Store(1)
+	return l
+}
+
 func (l *lease) hold() {
 	if l != nil {
 		l.refs.Add(1)
@@ -52,7 +61,10 @@ func (l *lease) release() {
 	if l == nil || l.refs.Add(-1) != 0 {
 		return
 	}
-	if l.cls >= 0 {
+	switch {
+	case l.done != nil:
+		l.done()
+	case l.cls >= 0:
 		leasePools[l.cls].Put(l)
 	}
 }

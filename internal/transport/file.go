@@ -355,16 +355,32 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	l := getLease(len(p))
-	defer l.release()
 	copy(l.b, p)
-	end := off + int64(len(p))
+	return f.writeAt(ctx, l, len(p), off)
+}
+
+var _ remote.BufferWriter = (*file)(nil)
+
+// WriteAtOwned sends p itself and calls done when no request uses it.
+func (f *file) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
+	return f.writeAt(ctx, ownLease(p, done), len(p), off)
+}
+
+// writeAt sends the first n bytes of l, held once by the caller (released
+// here).
+func (f *file) writeAt(ctx context.Context, l *lease, n int, off int64) (int, error) {
+	defer l.release()
+	if n == 0 {
+		return 0, nil
+	}
+	end := off + int64(n)
 	f.mu.Lock()
 	f.sentEnd = max(f.sentEnd, end)
 	f.mu.Unlock()
 	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
-		_, err := sf.WriteAt(l.b[:len(p)], off)
+		_, err := sf.WriteAt(l.b[:n], off)
 		if err == nil {
-			c.stats.bytesWrite.Add(uint64(len(p)))
+			c.stats.bytesWrite.Add(uint64(n))
 		}
 		return err
 	})
@@ -377,7 +393,7 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	f.expSize = max(f.expSize, end)
 	f.mu.Unlock()
-	return len(p), nil
+	return n, nil
 }
 
 func (f *file) Stat(ctx context.Context) (remote.Attr, error) {
