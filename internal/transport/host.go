@@ -109,6 +109,7 @@ func Dial(ctx context.Context, o Options) (*Host, error) {
 		h.cancel()
 		return nil, err
 	}
+	h.setChan(0, c) // published before Dial returns: FailFast requests need it
 	h.start(0, c)
 	for slot := 1; slot < h.o.Conns; slot++ {
 		h.start(slot, nil)
