@@ -22,11 +22,11 @@ var bg = context.Background()
 type mode int32
 
 const (
-	healthy mode = iota
-	broken       // every call fails before reaching the server (transport.ErrNoChannel)
-	hanging      // every call blocks until its ctx ends
-	lossy        // writes are acknowledged but never reach the server (a dying cache)
-	answerLost   // calls reach the server, then fail with ENOTCONN (the answer is lost)
+	healthy    mode = iota
+	broken          // every call fails before reaching the server (transport.ErrNoChannel)
+	hanging         // every call blocks until its ctx ends
+	lossy           // writes are acknowledged but never reach the server (a dying cache)
+	answerLost      // calls reach the server, then fail with ENOTCONN (the answer is lost)
 )
 
 // faulty wraps a real remote with injectable faults and its own Health.
