@@ -97,6 +97,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	if err := raiseReadahead(mountpoint, fo.MaxReadAhead>>10); err != nil {
 		fsys.log.Debug("readahead left at the kernel default", "err", err)
 	}
+	fsys.watchHealth(server)
 	return server, nil
 }
 

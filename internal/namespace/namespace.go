@@ -1,5 +1,3 @@
-// Package namespace decides which branch serves which path of the mount.
-// Today a mount has one branch; unions, grafts and replica sets slot in here.
 package namespace
 
 import (
