@@ -134,7 +134,29 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if err != nil {
 		return nil, h.n.fsys.toErrno(err)
 	}
-	got := 0
+	if br, ok := f.(remote.BufferReader); ok {
+		return h.readLent(ctx, br, f, dest, off)
+	}
+	return h.readInto(ctx, f, dest, 0, off)
+}
+
+// readLent answers with the buffer the remote read into, without a copy;
+// a short read that is not the end of the file is completed into dest.
+func (h *handle) readLent(ctx context.Context, br remote.BufferReader, f remote.File, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	data, release, err := br.ReadAtBuf(ctx, len(dest), off)
+	switch {
+	case errors.Is(err, io.EOF) || (err == nil && len(data) == len(dest)):
+		return &lentResult{data: data, release: release}, 0
+	case err != nil:
+		return nil, h.n.fsys.toErrno(err)
+	}
+	got := copy(dest, data)
+	release()
+	return h.readInto(ctx, f, dest, got, off)
+}
+
+// readInto fills dest from its byte got on, until the end of the file.
+func (h *handle) readInto(ctx context.Context, f remote.File, dest []byte, got int, off int64) (fuse.ReadResult, syscall.Errno) {
 	for got < len(dest) {
 		k, err := f.ReadAt(ctx, dest[got:], off+int64(got))
 		got += k
@@ -150,6 +172,18 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	}
 	return fuse.ReadResultData(dest[:got]), 0
 }
+
+// lentResult is read data in a buffer lent by the remote, handed back once
+// the reply has been written to the kernel.
+type lentResult struct {
+	data    []byte
+	release func()
+	once    sync.Once
+}
+
+func (r *lentResult) Bytes([]byte) ([]byte, fuse.Status) { return r.data, fuse.OK }
+func (r *lentResult) Size() int                          { return len(r.data) }
+func (r *lentResult) Done()                              { r.once.Do(r.release) }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if h.w == nil {

@@ -325,28 +325,52 @@ func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if f.splittable(len(p)) {
-		return f.readSplit(ctx, p, off)
-	}
-	return f.readOne(ctx, p, off)
-}
-
-// readOne reads into a private buffer and copies to p only once the read
-// has been answered, so p is never written after ReadAt returns.
-func (f *file) readOne(ctx context.Context, p []byte, off int64) (int, error) {
 	l := getLease(len(p))
 	defer l.release()
+	n, err := f.read(ctx, l, len(p), off)
+	return copy(p, l.b[:n]), err
+}
+
+var _ remote.BufferReader = (*file)(nil)
+
+// ReadAtBuf reads into a private buffer and lends it to the caller.
+func (f *file) ReadAtBuf(ctx context.Context, size int, off int64) ([]byte, func(), error) {
+	l := getLease(size)
+	n, err := f.read(ctx, l, size, off)
+	if err != nil && err != io.EOF {
+		l.release()
+		return nil, nil, err
+	}
+	return l.b[:n], l.release, err
+}
+
+// read reads up to size bytes at off into l, a private buffer, so that no
+// memory of the caller is ever written after it returned; io.EOF at the
+// end of the file.
+func (f *file) read(ctx context.Context, l *lease, size int, off int64) (int, error) {
 	var n int
-	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
-		var err error
-		n, err = sf.ReadAt(l.b[:len(p)], off)
-		c.stats.bytesRead.Add(uint64(n))
-		return err
-	})
+	var err error
+	if f.splittable(size) {
+		n, err = f.readSplit(ctx, l, size, off)
+	} else {
+		n, err = f.readOne(ctx, l, size, off)
+	}
 	if err != nil && err != io.EOF {
 		return 0, f.fail("read", err)
 	}
-	return copy(p, l.b[:n]), err
+	return n, err
+}
+
+// readOne reads with one request on the file's handle.
+func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int, error) {
+	var n int
+	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
+		var err error
+		n, err = sf.ReadAt(l.b[:size], off)
+		c.stats.bytesRead.Add(uint64(n))
+		return err
+	})
+	return n, err
 }
 
 // WriteAt sends a private copy of p, so p is free as soon as it returns.

@@ -34,22 +34,21 @@ func (f *file) splittable(n int) bool {
 	return up > 1
 }
 
-// readSplit reads p in pieces of whole packets served concurrently by the
-// least busy channels, each with its own handle on the file (opened there
-// on first need and checked against the attributes seen at open).
-func (f *file) readSplit(ctx context.Context, p []byte, off int64) (int, error) {
+// readSplit reads size bytes into l in pieces of whole packets served
+// concurrently by the least busy channels, each with its own handle on the
+// file (opened there on first need and checked against the attributes seen
+// at open).
+func (f *file) readSplit(ctx context.Context, l *lease, size int, off int64) (int, error) {
 	mp := f.primary.maxPacket
-	cs := f.h.live(min(len(p)/mp, maxSplit))
+	cs := f.h.live(min(size/mp, maxSplit))
 	if len(cs) < 2 {
 		for _, c := range cs {
 			c.unbegin()
 		}
-		return f.readOne(ctx, p, off)
+		return f.readOne(ctx, l, size, off)
 	}
-	piece := (len(p) + len(cs) - 1) / len(cs)
+	piece := (size + len(cs) - 1) / len(cs)
 	piece = (piece + mp - 1) / mp * mp
-	l := getLease(len(p))
-	defer l.release()
 	type result struct {
 		n   int
 		err error
@@ -57,7 +56,7 @@ func (f *file) readSplit(ctx context.Context, p []byte, off int64) (int, error) 
 	res := make([]result, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
-		lo, hi := min(i*piece, len(p)), min((i+1)*piece, len(p))
+		lo, hi := min(i*piece, size), min((i+1)*piece, size)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -69,14 +68,13 @@ func (f *file) readSplit(ctx context.Context, p []byte, off int64) (int, error) 
 	for i, r := range res {
 		n += r.n
 		if r.err != nil && r.err != io.EOF {
-			return 0, f.fail("read", r.err)
+			return 0, r.err
 		}
-		if r.err == io.EOF || r.n < min((i+1)*piece, len(p))-i*piece {
-			copy(p, l.b[:n])
+		if r.err == io.EOF || r.n < min((i+1)*piece, size)-i*piece {
 			return n, io.EOF
 		}
 	}
-	return copy(p, l.b[:n]), nil
+	return n, nil
 }
 
 // readPiece reads one piece on c (counted), falling back to the primary
