@@ -14,7 +14,9 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"sshfsm/internal/cache"
 	"sshfsm/internal/config"
+	"sshfsm/internal/control"
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/idmap"
 	"sshfsm/internal/namespace"
@@ -27,6 +29,8 @@ type mounted struct {
 	host       *transport.Host
 	server     *fuse.Server
 	log        *slog.Logger
+	dirs       *cache.Dirs     // the listing cache, for its counters
+	status     *control.Server // answers sshfsm status; nil without
 }
 
 // mount checks the mountpoint, connects, mounts and verifies that the mount
@@ -57,17 +61,19 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	fo := fsOptions(cfg, ids, log)
 	fo.MountPrefix = host.Root()
 	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = host.RemoteUser()
+	fo.Cache = cache.New(cfg.Cache.DirCacheTimeout, nil)
 	srv, err := fusefs.Mount(mp, namespace.Single(host.Remote()), fo, mountOptions(cfg, b))
 	if err != nil {
 		host.Close()
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
-	m := &mounted{mountpoint: mp, host: host, server: srv, log: log}
+	m := &mounted{mountpoint: mp, host: host, server: srv, log: log, dirs: fo.Cache}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.host.Close()
 		return nil, err
 	}
+	m.startStatus(cfg)
 	return m, nil
 }
 

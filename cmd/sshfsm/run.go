@@ -20,6 +20,9 @@ func run(args []string) config.ExitCode {
 	if isDaemonChild() {
 		return runDaemonChild(args)
 	}
+	if len(args) > 0 && args[0] == "status" {
+		return runStatus(args[1:])
+	}
 	cfg, err := config.Parse(args)
 	if err != nil {
 		return fail(os.Stderr, err)

@@ -42,12 +42,14 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 			}
 		}
 	}
+	m.stopStatus()
 	m.host.Close()
 }
 
 // unmount detaches the filesystem; when it is busy, it falls back to a lazy
 // unmount and reports so.
 func (m *mounted) unmount() (lazy bool) {
+	m.stopStatus()
 	err := m.server.Unmount()
 	if err == nil {
 		return false

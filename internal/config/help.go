@@ -8,7 +8,7 @@ import (
 // Help returns the text of sshfsm --help.
 func Help() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: %s\n\n", usageLine)
+	fmt.Fprintf(&b, "usage: %s\n%s\n", usageLine, subcommandUsages("       "))
 	for _, p := range descriptionParas()[:2] {
 		for _, l := range wrap(p, "", 79) {
 			b.WriteString(l + "\n")
@@ -30,6 +30,7 @@ func Help() string {
 			writeItem(&b, "-o "+optionNames(o), helpWithDefault(o))
 		}
 	}
+	writeSubcommandsHelp(&b)
 	b.WriteString("\nExit status:\n")
 	for _, e := range ExitCodes() {
 		writeItem(&b, itoa(int(e.Code)), e.Help)

@@ -13,7 +13,7 @@ func ManPage() string {
 	b.WriteString(".TH SSHFSM 1 \"\" \"sshfsm\" \"User Commands\"\n")
 	b.WriteString(".SH NAME\nsshfsm \\- " + roff(summaryLine) + "\n")
 	b.WriteString(".SH SYNOPSIS\n.B sshfsm\n" +
-		"[\\fIoptions\\fR] [\\fIuser\\fB@\\fR]\\fIhost\\fB:\\fR[\\fIdir\\fR] \\fImountpoint\\fR\n")
+		"[\\fIoptions\\fR] [\\fIuser\\fB@\\fR]\\fIhost\\fB:\\fR[\\fIdir\\fR] \\fImountpoint\\fR\n" + manSynopsis())
 	b.WriteString(".SH DESCRIPTION\n")
 	writeParas(&b, descriptionParas())
 	b.WriteString(".SH OPTIONS\n")
@@ -29,6 +29,7 @@ func ManPage() string {
 			manItem(&b, "-o "+optionNames(o), helpWithDefault(o))
 		}
 	}
+	writeSubcommandsMan(&b)
 	b.WriteString(".SH FSTAB\n")
 	writeParas(&b, fstabParas())
 	b.WriteString(".PP\n.nf\n" + roff(fstabExample) + "\n.fi\n")

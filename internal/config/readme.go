@@ -32,6 +32,7 @@ func ReadmeOptions() string {
 			fmt.Fprintf(&b, "| `-o %s` | %s | %s |\n", optionNames(o), mdDefault(o), md(o.Help))
 		}
 	}
+	writeSubcommandsReadme(&b)
 	b.WriteString("\n#### Exit status\n\n| Code | Meaning |\n|---|---|\n")
 	for _, e := range ExitCodes() {
 		fmt.Fprintf(&b, "| %d | %s |\n", e.Code, md(e.Help))

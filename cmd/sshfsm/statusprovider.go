@@ -1,0 +1,160 @@
+package main
+
+import (
+	"strconv"
+	"time"
+
+	"sshfsm/internal/cache"
+	"sshfsm/internal/config"
+	"sshfsm/internal/control"
+	"sshfsm/internal/transport"
+)
+
+// startStatus answers `sshfsm status` for m until stopStatus. Without a
+// status socket the mount still works; the warning says why it is missing.
+func (m *mounted) startStatus(cfg *config.Config) {
+	srv, err := control.Listen(control.Options{
+		Mountpoint: m.mountpoint,
+		Program:    version,
+		Provider:   m.statusProvider(cfg),
+		Logger:     m.log,
+	})
+	if err != nil {
+		m.log.Warn("sshfsm status will not see this mount", "err", err)
+		return
+	}
+	m.status = srv
+}
+
+// stopStatus removes the status socket; it may be called more than once.
+func (m *mounted) stopStatus() {
+	if m.status != nil {
+		m.status.Close()
+	}
+}
+
+// statusBranch is one branch as the status reports it: what it is and the
+// hosts serving it.
+type statusBranch struct {
+	kind, name string
+	readOnly   bool
+	reconnect  bool // whether a host that lost every channel tries again
+	hosts      []statusHost
+}
+
+type statusHost struct {
+	name string
+	host *transport.Host
+}
+
+// statusProvider returns the function the status server calls for each
+// request. Everything fixed is computed once; the counters are read live.
+func (m *mounted) statusProvider(cfg *config.Config) func() control.Status {
+	opts := optionSummary(cfg)
+	b := cfg.Branches[0]
+	branches := []statusBranch{{
+		kind:      control.KindSingle,
+		name:      b.Spec,
+		readOnly:  cfg.FUSE.ReadOnly,
+		reconnect: cfg.SSH.Reconnect,
+		// The host as ssh is asked for it.
+		hosts: []statusHost{{name: transportOptions(cfg, b, nil).Host, host: m.host}},
+	}}
+	return func() control.Status {
+		st := control.Status{Mount: control.Mount{Options: opts}, Cache: cacheStatus(m.dirs.Stats())}
+		for _, sb := range branches {
+			st.Branches = append(st.Branches, sb.status())
+		}
+		return st
+	}
+}
+
+func (sb statusBranch) status() control.Branch {
+	b := control.Branch{Kind: sb.kind, Name: sb.name, ReadOnly: sb.readOnly}
+	for i, sh := range sb.hosts {
+		if i == 0 {
+			b.Dir = sh.host.Root()
+		}
+		b.Hosts = append(b.Hosts, hostStatus(sh.name, sh.host.Stats(), sb.reconnect))
+	}
+	return b
+}
+
+// hostStatus sums a host's channels into one line of the status.
+func hostStatus(name string, s transport.Stats, reconnect bool) control.Host {
+	h := control.Host{Name: name, Channels: len(s.Channels), Requests: s.Requests, WireIn: s.BytesIn, WireOut: s.BytesOut}
+	var rtt time.Duration
+	timed := 0
+	for _, c := range s.Channels {
+		if c.Up {
+			h.ChannelsUp++
+		}
+		h.InFlight += c.Outstanding
+		h.BytesRead += c.BytesRead
+		h.BytesWritten += c.BytesWritten
+		h.Errors += c.Errors
+		h.Reconnects += c.Reconnects
+		if c.LastRTT > 0 {
+			rtt += c.LastRTT
+			timed++
+		}
+	}
+	if timed > 0 {
+		h.LatencyMillis = float64(rtt/time.Duration(timed)) / float64(time.Millisecond)
+	}
+	switch {
+	case h.ChannelsUp > 0:
+		h.State = control.StateUp
+	case reconnect:
+		h.State = control.StateReconnecting
+	default:
+		h.State = control.StateDown
+	}
+	return h
+}
+
+func cacheStatus(s cache.Stats) control.Cache {
+	return control.Cache{
+		Enabled:       s.Enabled,
+		ListingHits:   s.ListingHits,
+		ListingMisses: s.ListingMisses,
+		AttrHits:      s.AttrHits,
+		AttrMisses:    s.AttrMisses,
+		NegativeHits:  s.NegativeHits,
+	}
+}
+
+// optionSummary lists the settings that explain a mount's behaviour, as
+// -o would write them.
+func optionSummary(cfg *config.Config) []string {
+	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+	o := []string{
+		"max_conns=" + strconv.Itoa(cfg.SSH.MaxConns),
+		"timeout=" + secs(cfg.SSH.Timeout),
+	}
+	if cfg.SSH.Reconnect {
+		o = append(o, "reconnect")
+	} else {
+		o = append(o, "noreconnect")
+	}
+	if cfg.FUSE.ReadOnly {
+		o = append(o, "ro")
+	}
+	if cfg.SSH.DirectPort != 0 {
+		o = append(o, "directport="+strconv.Itoa(cfg.SSH.DirectPort))
+	}
+	o = append(o,
+		"dcache_timeout="+secs(cfg.Cache.DirCacheTimeout),
+		"attr_timeout="+secs(cfg.Cache.AttrTimeout),
+		"prefetch_depth="+strconv.Itoa(cfg.Cache.PrefetchDepth))
+	if cfg.FUSE.KernelCache {
+		o = append(o, "kernel_cache")
+	}
+	if cfg.FUSE.DirectIO {
+		o = append(o, "direct_io")
+	}
+	if cfg.IDMap.Mode != "" && cfg.IDMap.Mode != config.IDMapNone {
+		o = append(o, "idmap="+string(cfg.IDMap.Mode))
+	}
+	return o
+}

@@ -1,0 +1,164 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Subcommand is the one declaration of a command that its first argument
+// selects instead of mounting (sshfsm status ...). --help, the man page
+// and the README are produced from it.
+type Subcommand struct {
+	Name     string
+	Args     string // positional arguments, as in a usage line
+	Switches []SubSwitch
+	Help     string
+}
+
+// SubSwitch is one switch of a subcommand.
+type SubSwitch struct {
+	Names []string
+	Help  string
+}
+
+// Usage is the subcommand's usage line.
+func (s Subcommand) Usage() string { return "sshfsm " + s.Name + " " + s.argsUsage() }
+
+// argsUsage is the usage line after the name: switches other than help,
+// then the positional arguments.
+func (s Subcommand) argsUsage() string {
+	u := ""
+	for _, sw := range s.Switches {
+		if sw.Names[0] != "-h" {
+			u += "[" + sw.Names[0] + "] "
+		}
+	}
+	return u + s.Args
+}
+
+// Subcommands lists every subcommand, in documentation order.
+func Subcommands() []Subcommand {
+	return []Subcommand{{
+		Name: "status",
+		Args: "[mountpoint]",
+		Switches: []SubSwitch{
+			{Names: []string{"--json"}, Help: "Print JSON for scripts: one object for a mountpoint, a list of them without one. " +
+				"Counters are totals since the mount; durations are in milliseconds (latency_ms) or seconds (uptime_seconds)."},
+			{Names: []string{"-h", "--help"}, Help: "Print this help and exit."},
+		},
+		Help: "Show what a running mount is doing, or every sshfsm mount of the calling user without mountpoint: " +
+			"per branch and host the state (up, reconnecting, down), channels up, requests in flight, latency (mean duration of each channel's last request), " +
+			"file data read and written, errors, reconnects and requests sent by type; and the hit ratios of the listing cache. " +
+			"Each mount's sshfsm answers on a unix socket in $XDG_RUNTIME_DIR/sshfsm (/tmp/sshfsm-UID without XDG_RUNTIME_DIR) that only the mounting user can use. " +
+			"Exit status: 0 when every mount asked answered (also when there is none); 1 for a usage error; " +
+			"2 when mountpoint is not an sshfsm mount of the calling user; 6 when an sshfsm does not answer within 3 seconds or speaks another version.",
+	}}
+}
+
+// StatusArgs is a parsed sshfsm status command line.
+type StatusArgs struct {
+	JSON       bool
+	Help       bool
+	Mountpoint string // "" = every mount
+}
+
+// ParseStatus reads the arguments after "status".
+func ParseStatus(args []string) (StatusArgs, error) {
+	var s StatusArgs
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case a == "--json":
+			s.JSON = true
+		case a == "-h" || a == "--help":
+			s.Help = true
+		case len(a) > 1 && a[0] == '-':
+			return s, Errorf(ExitUsage, "unknown option %s (see sshfsm status --help)", a)
+		default:
+			pos = append(pos, a)
+		}
+	}
+	switch {
+	case s.Help:
+	case len(pos) > 1:
+		return s, Errorf(ExitUsage, "sshfsm status takes at most one mountpoint, got %d arguments", len(pos))
+	case len(pos) == 1:
+		s.Mountpoint = pos[0]
+	}
+	return s, nil
+}
+
+// SubcommandHelp returns the text of sshfsm NAME --help.
+func SubcommandHelp(name string) string {
+	var b strings.Builder
+	for _, s := range Subcommands() {
+		if s.Name != name {
+			continue
+		}
+		fmt.Fprintf(&b, "usage: %s\n\n", s.Usage())
+		for _, l := range wrap(s.Help, "", 79) {
+			b.WriteString(l + "\n")
+		}
+		b.WriteString("\nSwitches:\n")
+		for _, sw := range s.Switches {
+			writeItem(&b, strings.Join(sw.Names, ", "), sw.Help)
+		}
+	}
+	return b.String()
+}
+
+// subcommandUsages are the usage lines of the subcommands, each prefixed.
+func subcommandUsages(prefix string) string {
+	var b strings.Builder
+	for _, s := range Subcommands() {
+		b.WriteString(prefix + s.Usage() + "\n")
+	}
+	return b.String()
+}
+
+// writeSubcommandsHelp writes the Commands part of --help.
+func writeSubcommandsHelp(b *strings.Builder) {
+	b.WriteString("\nCommands:\n")
+	for _, s := range Subcommands() {
+		writeItem(b, strings.TrimPrefix(s.Usage(), "sshfsm "), s.Help)
+		for _, sw := range s.Switches {
+			writeItem(b, "  "+strings.Join(sw.Names, ", "), sw.Help)
+		}
+	}
+}
+
+// writeSubcommandsMan writes the COMMANDS section of the man page.
+func writeSubcommandsMan(b *strings.Builder) {
+	b.WriteString(".SH COMMANDS\n")
+	for _, s := range Subcommands() {
+		manItem(b, s.Usage(), s.Help)
+		b.WriteString(".RS\n")
+		for _, sw := range s.Switches {
+			manItem(b, strings.Join(sw.Names, ", "), sw.Help)
+		}
+		b.WriteString(".RE\n")
+	}
+}
+
+// writeSubcommandsReadme writes the Commands part of the README reference.
+func writeSubcommandsReadme(b *strings.Builder) {
+	b.WriteString("\n#### Commands\n\n| Command | Description |\n|---|---|\n")
+	for _, s := range Subcommands() {
+		fmt.Fprintf(b, "| `%s` | %s |\n", s.Usage(), md(s.Help))
+		for _, sw := range s.Switches {
+			fmt.Fprintf(b, "| `%s` | %s |\n", strings.Join(sw.Names, "`, `"), md(sw.Help))
+		}
+	}
+}
+
+// manSynopsis is the SYNOPSIS line of each subcommand.
+func manSynopsis() string {
+	var b strings.Builder
+	for _, s := range Subcommands() {
+		b.WriteString(".br\n.B sshfsm " + roff(s.Name) + "\n" + roff(s.argsUsage()) + "\n")
+	}
+	return b.String()
+}
