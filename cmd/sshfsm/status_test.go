@@ -137,9 +137,9 @@ func TestStatusOfMount(t *testing.T) {
 }
 
 // TestStatusReconnectOff: without reconnect a host that lost its
-// channels is down for good.
+// channels is down for good. A daemon ended by SIGTERM removes its socket.
 func TestStatusReconnectOff(t *testing.T) {
-	privateRuntime(t)
+	rt := privateRuntime(t)
 	h, ssh := sshHost(t)
 	mnt := mountAt(t, mountpoint(t), h.Alias+":"+h.Dir, append(ssh, "-o", "noreconnect,max_conns=1")...)
 	h.Kill()
@@ -152,6 +152,15 @@ func TestStatusReconnectOff(t *testing.T) {
 	}
 	if opts := strings.Join(statusJSON(t, mnt).Mount.Options, ","); !strings.Contains(opts, "max_conns=1,") || !strings.Contains(opts, "noreconnect") {
 		t.Errorf("options summary %q", opts)
+	}
+	pids := serving(mnt)
+	if len(pids) != 1 {
+		t.Fatalf("serving pids %v", pids)
+	}
+	syscall.Kill(pids[0], syscall.SIGTERM)
+	waitGone(t, mnt)
+	if left, _ := filepath.Glob(filepath.Join(rt, "*")); len(left) != 0 {
+		t.Errorf("left after SIGTERM: %v", left)
 	}
 }
 
