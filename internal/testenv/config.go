@@ -45,6 +45,9 @@ func (h *Host) writeSSHDConfig(sftpServer string) error {
 		"SetEnv SHLVL=1",
 		"LogLevel ERROR",
 	}
+	if h.sftpOnly {
+		lines = append(lines, "ForceCommand internal-sftp")
+	}
 	if v := sshdVersion(); v >= 908 {
 		// OpenSSH 9.8 penalises sources whose sessions end abruptly; reconnect
 		// tests do exactly that on purpose.

@@ -26,6 +26,9 @@ type Options struct {
 	Alias  string // Host alias in the client config; "" = sshfsm-test-<addr with dashes>
 	Root   string // directory for keys, configs, log and Dir; "" = a new temp dir that Close removes
 	Detach bool   // sshd outlives this process (own session); default: it dies with this process
+	// SFTPOnly makes sshd serve SFTP and nothing else (ForceCommand
+	// internal-sftp), as hosts that give file access but no shell do.
+	SFTPOnly bool
 }
 
 // Host is one running sshd on loopback with its own host key, a client key
@@ -42,7 +45,7 @@ type Host struct {
 	Root         string // everything of this host lives below here
 
 	sshdConfig, pidFile, logFile string
-	ownRoot, detach              bool
+	ownRoot, detach, sftpOnly    bool
 
 	mu     sync.Mutex    // guards cmd, done and closed
 	cmd    *exec.Cmd     // the running sshd, nil when stopped
@@ -81,7 +84,7 @@ func Start(o Options) (*Host, error) {
 			return nil, fmt.Errorf("testenv: %w", err)
 		}
 	}
-	h := &Host{Alias: o.Alias, Addr: o.Addr, detach: o.Detach}
+	h := &Host{Alias: o.Alias, Addr: o.Addr, detach: o.Detach, sftpOnly: o.SFTPOnly}
 	if h.User, err = currentUser(); err != nil {
 		return nil, err
 	}

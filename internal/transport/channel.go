@@ -27,6 +27,7 @@ type channel struct {
 	client      *sftp.Client
 	maxPacket   int
 	proc        *sshProc      // nil with a Dialer
+	ctlPath     string        // control socket when proc is our ssh master (exec.go)
 	stream      io.Closer     // the Dialer's ends; nil with ssh
 	dead        chan struct{} // closed once the session has ended
 	gone        atomic.Bool   // set as soon as the channel is known to be unusable
@@ -114,11 +115,12 @@ func (h *Host) openChannel(ctx context.Context, slot int, interactive bool) (*ch
 		}
 		c.stream = pairCloser{r, w}
 	} else {
-		p, err := startSSH(sshArgv(&h.o, h.extra, !interactive), interactive, h.stderrSink(interactive))
+		extra, sock := h.masterArgs(slot)
+		p, err := startSSH(sshArgv(&h.o, extra, !interactive), interactive, h.stderrSink(interactive))
 		if err != nil {
 			return nil, &DialError{Kind: ErrSSH, Host: h.o.Host, Detail: err.Error()}
 		}
-		c.proc, r, w = p, p.stdout, p.stdin
+		c.proc, c.ctlPath, r, w = p, sock, p.stdout, p.stdin
 	}
 	if err := h.handshake(ctx, c, r, w, interactive); err != nil {
 		return nil, err
@@ -199,6 +201,7 @@ func (h *Host) watch(c *channel) {
 	c.kill(err)
 	if c.proc != nil {
 		<-c.proc.exited
+		h.dropSocket(c.ctlPath)
 		if l := c.proc.errs.tail(); len(l) > 0 {
 			err = fmt.Errorf("%w: %s", err, l[len(l)-1])
 		}

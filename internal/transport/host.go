@@ -70,6 +70,7 @@ type Host struct {
 	gid   uint32
 	uidOK bool
 
+	x       execState // remote commands (exec.go)
 	reqs    reqCounters
 	wireIn  atomic.Uint64
 	wireOut atomic.Uint64
@@ -97,16 +98,19 @@ func Dial(ctx context.Context, o Options) (*Host, error) {
 	h := newHost(o)
 	if o.Dialer == nil {
 		h.extra = sshDefaults(ctx, &h.o, preferredCiphers())
+		h.x.setup(ctx, &h.o)
 	}
 	c, err := h.openChannel(ctx, 0, !o.NoPrompt)
 	if err != nil {
 		h.cancel()
+		h.removeExecDir()
 		return nil, err
 	}
 	if err := h.resolveRoot(ctx, c); err != nil {
 		c.kill(err)
 		<-c.dead
 		h.cancel()
+		h.removeExecDir()
 		return nil, err
 	}
 	h.setChan(0, c) // published before Dial returns: FailFast requests need it
@@ -356,6 +360,7 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
+	h.removeExecDir()
 	return nil
 }
 

@@ -73,6 +73,15 @@ func (t *stderrTail) tail() []string {
 // sshArgv builds the ssh command line for one channel. batch forbids
 // prompts (every channel but the first, and all reconnects).
 func sshArgv(o *Options, extra []string, batch bool) []string {
+	argv := sshBase(o, extra, batch)
+	if o.SFTPServer != "" {
+		return append(argv, o.Host, o.SFTPServer)
+	}
+	return append(argv, "-s", o.Host, "sftp")
+}
+
+// sshBase is an ssh command line up to the destination.
+func sshBase(o *Options, extra []string, batch bool) []string {
 	cmd := o.SSHCommand
 	if len(cmd) == 0 {
 		cmd = []string{"ssh"}
@@ -89,11 +98,7 @@ func sshArgv(o *Options, extra []string, batch bool) []string {
 		argv = append(argv, "-l", o.User)
 	}
 	argv = append(argv, o.SSHArgs...)
-	argv = append(argv, extra...)
-	if o.SFTPServer != "" {
-		return append(argv, o.Host, o.SFTPServer)
-	}
-	return append(argv, "-s", o.Host, "sftp")
+	return append(argv, extra...)
 }
 
 // userSetOption reports whether the ssh arguments set option key

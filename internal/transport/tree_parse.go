@@ -1,0 +1,226 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"sshfsm/internal/remote"
+)
+
+// treeParser rebuilds directory listings from the output of treeCommand.
+// Records come in pre-order, so a directory's listing is complete when a
+// record outside it arrives: the parser keeps the directories being listed
+// on a stack and reports each one as it leaves it. The directories left
+// open when the stream ends are reported by finish, once the command is
+// known to have ended well.
+type treeParser struct {
+	base   string // tree path of the listed directory
+	depth  int    // levels of directories listed below base
+	max    int    // entries to read at most
+	fn     func(string, []remote.DirEntry)
+	marked bool // the marker line arrived
+	n      int  // records read
+	errors int  // error messages of find in the stream
+	stack  []treeFrame
+	// opened: the top frame was pushed by the latest record; an error
+	// message now is about that directory (find could not read it).
+	opened bool
+}
+
+// treeFrame is one directory being listed.
+type treeFrame struct {
+	rel  string // path below base; "" is base
+	ents []remote.DirEntry
+	bad  bool // unreadable: not reported
+}
+
+func newTreeParser(base string, depth, max int, fn func(string, []remote.DirEntry)) *treeParser {
+	if base == "." {
+		base = ""
+	}
+	return &treeParser{base: base, depth: depth, max: max, fn: fn}
+}
+
+// read consumes the command's output up to its end.
+func (p *treeParser) read(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if err := p.readMarker(br); err != nil || !p.marked {
+		return err
+	}
+	p.stack = []treeFrame{{}}
+	p.opened = true // an error before any record: base is unreadable
+	for {
+		b, err := br.ReadByte()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if b != 1 {
+			br.UnreadByte()
+			if _, err := br.ReadSlice('\n'); err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+				return err
+			}
+			p.failed()
+			continue
+		}
+		rec, err := br.ReadBytes(0)
+		if err != nil {
+			if err == io.EOF {
+				return fmt.Errorf("tree listing cut short: %w", io.ErrUnexpectedEOF)
+			}
+			return err
+		}
+		if err := p.record(rec[:len(rec)-1]); err != nil {
+			return err
+		}
+	}
+}
+
+// readMarker skips what the login shell may print before the marker line.
+func (p *treeParser) readMarker(br *bufio.Reader) error {
+	for range 64 {
+		line, err := br.ReadSlice('\n')
+		if string(bytes.TrimRight(line, "\r\n")) == treeMarker {
+			p.marked = true
+			return nil
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return err
+		}
+	}
+	return nil
+}
+
+// failed accounts for an error message of find. The one find prints for a
+// directory it cannot read comes right after that directory's record. An
+// entry it cannot stat is left out, as sftp-server leaves it out of a
+// READDIR, so the other messages change nothing.
+func (p *treeParser) failed() {
+	p.errors++
+	if p.opened {
+		p.stack[len(p.stack)-1].bad = true
+	}
+}
+
+// record adds one entry to its directory's listing, first reporting the
+// directories the walk has left.
+func (p *treeParser) record(rec []byte) error {
+	rel, typ, a, err := parseTreeRecord(rec)
+	if err != nil {
+		return err
+	}
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	i := len(p.stack) - 1
+	for i >= 0 && p.stack[i].rel != dir {
+		i--
+	}
+	if i < 0 || name == "" {
+		return fmt.Errorf("%w at %q", errTreeOrder, rel)
+	}
+	for len(p.stack) > i+1 {
+		p.leave()
+	}
+	if p.n++; p.n > p.max {
+		return remote.ErrTreeTruncated
+	}
+	top := &p.stack[i]
+	p.opened = false
+	if typ == 0 {
+		top.bad = true // a type SFTP can show and we cannot
+		return nil
+	}
+	top.ents = append(top.ents, remote.DirEntry{Name: name, Attr: a})
+	if typ == 'd' && strings.Count(rel, "/")+1 <= p.depth {
+		p.stack = append(p.stack, treeFrame{rel: rel})
+		p.opened = true
+	}
+	return nil
+}
+
+// leave reports the top directory, complete unless unreadable.
+func (p *treeParser) leave() {
+	f := p.stack[len(p.stack)-1]
+	p.stack = p.stack[:len(p.stack)-1]
+	if !f.bad {
+		p.fn(joinTree(p.base, f.rel), f.ents)
+	}
+}
+
+// finish reports the directories still open at the end of the stream.
+func (p *treeParser) finish() {
+	for len(p.stack) > 0 {
+		p.leave()
+	}
+}
+
+func joinTree(base, rel string) string {
+	switch {
+	case rel == "":
+		return base
+	case base == "":
+		return rel
+	}
+	return base + "/" + rel
+}
+
+// treeTypes maps find's %y letters to file type bits.
+var treeTypes = map[byte]uint32{
+	'f': syscall.S_IFREG, 'd': syscall.S_IFDIR, 'l': syscall.S_IFLNK, 'p': syscall.S_IFIFO,
+	's': syscall.S_IFSOCK, 'c': syscall.S_IFCHR, 'b': syscall.S_IFBLK,
+}
+
+var (
+	errTreeRecord = errors.New("malformed tree record")
+	errTreeOrder  = errors.New("tree listing out of order")
+)
+
+// parseTreeRecord decodes "y mode size uid gid atime mtime path". typ is
+// the %y letter, 0 for a file type without S_IF bits here.
+func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error) {
+	f := strings.SplitN(string(rec), " ", 8)
+	if len(f) != 8 || len(f[0]) != 1 || f[7] == "" {
+		return "", 0, a, fmt.Errorf("%w: %q", errTreeRecord, rec)
+	}
+	mode, e1 := strconv.ParseUint(f[1], 8, 32)
+	size, e2 := strconv.ParseUint(f[2], 10, 64)
+	uid, e3 := strconv.ParseUint(f[3], 10, 32)
+	gid, e4 := strconv.ParseUint(f[4], 10, 32)
+	at, e5 := wireSeconds(f[5])
+	mt, e6 := wireSeconds(f[6])
+	if err := errors.Join(e1, e2, e3, e4, e5, e6); err != nil {
+		return "", 0, a, fmt.Errorf("%w: %q: %v", errTreeRecord, rec, err)
+	}
+	a = remote.Attr{Size: size, UID: uint32(uid), GID: uint32(gid), Atime: at, Mtime: mt}
+	if bits, ok := treeTypes[f[0][0]]; ok {
+		typ = f[0][0]
+		a.Mode = bits | uint32(mode)&07777
+	}
+	return f[7], typ, a, nil
+}
+
+// wireSeconds turns find's "seconds.fraction" into the time SFTP carries:
+// st_mtime's seconds as an unsigned 32-bit number. find prints tv_sec and
+// then tv_nsec (-2.5 is tv_sec -2), so the seconds are the part before the
+// point.
+func wireSeconds(s string) (time.Time, error) {
+	whole, _, _ := strings.Cut(s, ".")
+	sec, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(int64(uint32(sec)), 0), nil
+}
