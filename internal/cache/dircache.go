@@ -43,6 +43,7 @@ type Dirs struct {
 	dirs    map[string]*listing
 	flights map[string]*flight
 	stores  int // listings stored since the last sweep of expired ones
+	bulks   []*Bulk // running, and ended ones remembered (bulk.go)
 
 	count counters
 }
@@ -50,8 +51,11 @@ type Dirs struct {
 type listing struct {
 	expires time.Time
 	names   map[string]entry
-	// prefetched: stored by Prefetch and not yet used by a reader.
+	// prefetched: stored by Prefetch or a Bulk and not yet used by a reader.
 	prefetched bool
+	// bulk: stored by a Bulk; edge: at its deepest level, so its
+	// subdirectories were not listed with it.
+	bulk, edge bool
 }
 
 type entry struct {
@@ -164,6 +168,18 @@ func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (rem
 			d.count.fetched()
 		}
 		f := d.flights[dir]
+		if f == nil && d.bulkPendingLocked(dir) {
+			// A bulk listing may list dir: wait for it rather than
+			// list dir a second time.
+			w := d.bulkWaitLocked(dir)
+			d.mu.Unlock()
+			select {
+			case <-w:
+			case <-ctx.Done():
+				return remote.Attr{}, Unknown, ctx.Err()
+			}
+			continue
+		}
 		if f == nil {
 			f = &flight{done: make(chan struct{})}
 			d.flights[dir] = f
@@ -276,6 +292,7 @@ func (d *Dirs) touchLocked(dir string) *listing {
 	if f := d.flights[dir]; f != nil {
 		f.dirty = true
 	}
+	d.bulkTouchLocked(dir, false)
 	return d.dirs[dir]
 }
 
@@ -334,6 +351,7 @@ func (d *Dirs) DropTree(dir string) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.bulkTouchLocked(dir, true)
 	prefix := dir + "/"
 	for p, f := range d.flights {
 		if p == dir || dir == "" || strings.HasPrefix(p, prefix) {

@@ -3,10 +3,10 @@ package cache
 import "context"
 
 // Prefetch lists dir in the background through fetch unless a fresh listing
-// of it is kept or a fetch of it is under way; lookups and reads of dir
-// made meanwhile wait for that fetch instead of sending their own. It
-// returns at once; done, when not nil, runs after the fetch (or at once if
-// none was started).
+// of it is kept, a fetch of it is under way or a running Bulk may still
+// list it; lookups and reads of dir made meanwhile wait for that fetch
+// instead of sending their own. It returns at once; done, when not nil,
+// runs after the fetch (or at once if none was started).
 func (d *Dirs) Prefetch(ctx context.Context, dir string, fetch Fetcher, done func()) {
 	if !d.Enabled() {
 		if done != nil {
@@ -16,7 +16,7 @@ func (d *Dirs) Prefetch(ctx context.Context, dir string, fetch Fetcher, done fun
 	}
 	d.mu.Lock()
 	l := d.dirs[dir]
-	if (l != nil && d.now().Before(l.expires)) || d.flights[dir] != nil {
+	if (l != nil && d.now().Before(l.expires)) || d.flights[dir] != nil || d.bulkPendingLocked(dir) {
 		d.mu.Unlock()
 		if done != nil {
 			done()
@@ -41,7 +41,8 @@ func (d *Dirs) Prefetch(ctx context.Context, dir string, fetch Fetcher, done fun
 	}()
 }
 
-// Wait blocks until a fetch of dir under way, if any, has finished.
+// Wait blocks until a fetch of dir under way, if any, has finished, and
+// until no running Bulk may still list dir.
 func (d *Dirs) Wait(ctx context.Context, dir string) {
 	if !d.Enabled() {
 		return
@@ -49,12 +50,15 @@ func (d *Dirs) Wait(ctx context.Context, dir string) {
 	d.mu.Lock()
 	f := d.flights[dir]
 	d.mu.Unlock()
-	if f == nil {
-		return
+	if f != nil {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return
+		}
 	}
-	select {
-	case <-f.done:
-	case <-ctx.Done():
+	if !d.Fresh(dir) {
+		d.waitBulk(ctx, dir)
 	}
 }
 
