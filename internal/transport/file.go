@@ -40,12 +40,13 @@ type file struct {
 	mu      sync.Mutex
 	primary *channel // channel of the handle that serves writes and small reads
 	handles map[*channel]*sftp.File
-	known   remote.Attr   // attributes seen at open
-	knownOK bool          // known was learned
-	learned chan struct{} // closed once known is settled
-	expSize int64         // writable: size the remote must have
-	sentEnd int64         // writable: end of the furthest write sent
-	broken  error         // permanent failure
+	raws    map[*channel]string // the handles' strings, for reads sent past pkg/sftp
+	known   remote.Attr         // attributes seen at open
+	knownOK bool                // known was learned
+	learned chan struct{}       // closed once known is settled
+	expSize int64               // writable: size the remote must have
+	sentEnd int64               // writable: end of the furthest write sent
+	broken  error               // permanent failure
 	closed  bool
 	noSplit bool // extra channels refused (changed attributes)
 }
@@ -63,7 +64,7 @@ const reopenMask = os.O_CREATE | os.O_EXCL | os.O_TRUNC
 func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
 	f := &file{h: r.h, name: p, abs: r.h.abs(p), flags: flags &^ reopenMask,
 		write: flags&(os.O_WRONLY|os.O_RDWR) != 0, sem: make(chan struct{}, 1),
-		handles: map[*channel]*sftp.File{}, learned: make(chan struct{})}
+		handles: map[*channel]*sftp.File{}, raws: map[*channel]string{}, learned: make(chan struct{})}
 	dctx, cancel := r.h.withDeadline(ctx)
 	defer cancel()
 	k := idempotent
@@ -144,7 +145,7 @@ func openOn(cl *sftp.Client, abs string, flags int, perm uint32) (sf *sftp.File,
 // else from an FSTAT sent in the background (no round trip added to Open).
 func (f *file) start(c *channel, sf *sftp.File, empty bool) {
 	f.primary = c
-	f.handles[c] = sf
+	f.setHandle(c, sf)
 	if empty {
 		f.knownOK = true
 		close(f.learned)
@@ -220,7 +221,7 @@ func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
 		case err == nil:
 			f.mu.Lock()
 			f.primary = c
-			f.handles[c] = sf
+			f.setHandle(c, sf)
 			c.begin()
 			f.mu.Unlock()
 			return c, sf, nil
@@ -278,10 +279,19 @@ func (f *file) verify(a remote.Attr) error {
 	return nil
 }
 
+// setHandle records sf, just opened on c; f.mu is held (or f is new).
+func (f *file) setHandle(c *channel, sf *sftp.File) {
+	f.handles[c] = sf
+	if raw, ok := handleOf(sf); ok {
+		f.raws[c] = raw
+	}
+}
+
 // drop forgets the handle on a dead channel.
 func (f *file) drop(c *channel) {
 	f.mu.Lock()
 	delete(f.handles, c)
+	delete(f.raws, c)
 	if f.primary == c {
 		f.primary = nil
 	}
@@ -361,12 +371,65 @@ func (f *file) read(ctx context.Context, l *lease, size int, off int64) (int, er
 	return n, err
 }
 
-// readOne reads with one request on the file's handle.
+// readOne reads size bytes into l (less only at the end of the file) with
+// requests on the file's handle, sent past pkg/sftp when the handle's
+// string is known.
 func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int, error) {
+	dctx, cancel := f.h.withDeadline(ctx)
+	defer cancel()
+	got := 0
+	for got < size {
+		n, err := f.readRaw(dctx, l, l.b[got:size], off+int64(got))
+		if errors.Is(err, errNoRaw) {
+			n, err = f.readOneSFTP(ctx, l, got, size, off)
+			return got + n, err
+		}
+		got += n
+		if err == nil && n == 0 {
+			err = io.EOF // an empty answer: nothing more to read
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+var errNoRaw = errors.New("handle string unknown")
+
+// readRaw sends one READ past pkg/sftp, on a live handle, re-opening the
+// file after a transport failure; a short read is not an error.
+func (f *file) readRaw(ctx context.Context, l *lease, dest []byte, off int64) (int, error) {
+	for {
+		c, _, err := f.acquire(ctx)
+		if err != nil {
+			return 0, err
+		}
+		f.mu.Lock()
+		raw, ok := f.raws[c]
+		f.mu.Unlock()
+		if !ok {
+			c.unbegin()
+			return 0, errNoRaw
+		}
+		n, err := f.h.rawRead(ctx, c, raw, l, dest, off)
+		switch {
+		case err == nil || isAnswer(err) || gaveUp(err):
+			return n, err
+		case errors.Is(err, os.ErrClosed):
+			return n, err
+		}
+		c.kill(err)
+		f.drop(c)
+	}
+}
+
+// readOneSFTP reads bytes from..size of l through pkg/sftp.
+func (f *file) readOneSFTP(ctx context.Context, l *lease, from, size int, off int64) (int, error) {
 	var n int
 	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
 		var err error
-		n, err = sf.ReadAt(l.b[:size], off)
+		n, err = sf.ReadAt(l.b[from:size], off+int64(from))
 		c.stats.bytesRead.Add(uint64(n))
 		return err
 	})
@@ -477,7 +540,7 @@ func (f *file) Close(ctx context.Context) error {
 	}
 	f.closed = true
 	primary, handles := f.primary, f.handles
-	f.handles = nil
+	f.handles, f.raws = nil, nil
 	f.mu.Unlock()
 	for c, sf := range handles {
 		if c != primary && !c.isDead() {

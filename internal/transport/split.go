@@ -145,7 +145,7 @@ func (f *file) handleOn(ctx context.Context, c *channel) (*sftp.File, error) {
 		}
 		sf = f.handles[c]
 	} else {
-		f.handles[c] = sf
+		f.setHandle(c, sf)
 	}
 	c.begin()
 	return sf, nil

@@ -2,7 +2,9 @@ package transport
 
 import (
 	"bufio"
+	"encoding/binary"
 	"io"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,17 +21,48 @@ import (
 // directly into a destination at least as large as its buffer).
 const wireBuffer = 64 << 10
 
-// wireReader counts the bytes received on a session and buffers them.
+// wireReader counts the bytes received on a session and buffers them. It
+// takes the answers to the reads sent past pkg/sftp (rawread.go) out of the
+// stream and passes every other packet on to pkg/sftp, which is its only
+// caller.
 type wireReader struct {
-	br *bufio.Reader
-	h  *Host
+	br   *bufio.Reader
+	raw  *rawReads
+	pass int // bytes of the current packet still to pass on
 }
 
-func newWireReader(r io.Reader, h *Host) *wireReader {
-	return &wireReader{br: bufio.NewReaderSize(countingReader{r, h}, wireBuffer), h: h}
+func newWireReader(r io.Reader, h *Host, raw *rawReads) *wireReader {
+	return &wireReader{br: bufio.NewReaderSize(countingReader{r, h}, wireBuffer), raw: raw}
 }
 
-func (w *wireReader) Read(p []byte) (int, error) { return w.br.Read(p) }
+func (w *wireReader) Read(p []byte) (int, error) {
+	for w.pass == 0 {
+		// Every packet from the server has a length, a type and an id (or
+		// a version) before anything else.
+		hdr, err := w.br.Peek(9)
+		if err != nil {
+			w.raw.fail(err)
+			return 0, err
+		}
+		length := int(binary.BigEndian.Uint32(hdr))
+		typ, id := hdr[4], binary.BigEndian.Uint32(hdr[5:])
+		if length < 5 || !w.raw.has(id) {
+			w.pass = 4 + length
+			break
+		}
+		w.br.Discard(9)
+		if err := deliver(w.br, w.raw.take(id), typ, length-5); err != nil {
+			w.raw.fail(err)
+			return 0, err
+		}
+	}
+	n, err := w.br.Read(p[:min(len(p), w.pass)])
+	w.pass -= n
+	if err != nil {
+		w.raw.fail(err)
+	}
+	return n, err
+}
 
 type countingReader struct {
 	r io.Reader
@@ -48,8 +81,10 @@ func (c countingReader) Read(p []byte) (int, error) {
 // an incomplete packet are held back (never more than a header) until the
 // call that completes it.
 type wireWriter struct {
+	mu     sync.Mutex // serialises pkg/sftp's writes and injected packets
+	raw    *rawReads
 	w      io.WriteCloser
-	raw    syscall.RawConn // w's descriptor when it has one: writev
+	fd     syscall.RawConn // w's descriptor when it has one: writev
 	h      *Host
 	held   []byte   // pieces of the current packet not yet written
 	head   [64]byte // first bytes of the current packet
@@ -62,17 +97,19 @@ type wireWriter struct {
 // written at once.
 const maxHeld = 1024
 
-func newWireWriter(w io.WriteCloser, h *Host) *wireWriter {
-	ww := &wireWriter{w: w, h: h}
+func newWireWriter(w io.WriteCloser, h *Host, raw *rawReads) *wireWriter {
+	ww := &wireWriter{w: w, h: h, raw: raw}
 	if sc, ok := w.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			ww.raw = raw
+			ww.fd = raw
 		}
 	}
 	return ww
 }
 
 func (c *wireWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.parse(p)
 	if c.remain > 0 && len(c.held)+len(p) <= maxHeld {
 		c.held = append(c.held, p...)
@@ -85,6 +122,19 @@ func (c *wireWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// inject writes one whole packet of our own. Pieces of a pkg/sftp packet
+// held back are not on the wire yet, so the packet never splits one.
+func (c *wireWriter) inject(pkt []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.w.Write(pkt); err != nil {
+		return err
+	}
+	c.h.wireOut.Add(uint64(len(pkt)))
+	c.h.reqs.count(pkt[4:])
+	return nil
+}
+
 // send writes the held pieces followed by p.
 func (c *wireWriter) send(p []byte) error {
 	held := c.held
@@ -94,7 +144,7 @@ func (c *wireWriter) send(p []byte) error {
 	switch {
 	case len(held) == 0:
 		_, err = c.w.Write(p)
-	case c.raw != nil:
+	case c.fd != nil:
 		err = c.writev(held, p)
 	case len(p) <= maxHeld:
 		_, err = c.w.Write(append(held, p...))
@@ -114,7 +164,7 @@ func (c *wireWriter) writev(a, b []byte) error {
 	c.iov[0], c.iov[1] = a, b
 	iov := c.iov[:]
 	var werr error
-	err := c.raw.Write(func(fd uintptr) bool {
+	err := c.fd.Write(func(fd uintptr) bool {
 		for len(iov) > 0 {
 			n, err := unix.Writev(int(fd), iov)
 			if err == unix.EAGAIN {
@@ -167,6 +217,9 @@ func (c *wireWriter) parse(p []byte) {
 		c.remain -= k
 		p = p[k:]
 		if c.remain == 0 {
+			if c.nhead >= 9 {
+				c.raw.lastID.Store(binary.BigEndian.Uint32(c.head[5:9]))
+			}
 			c.h.reqs.count(c.head[4:c.nhead])
 			c.nhead = 0
 		}

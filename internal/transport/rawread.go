@@ -1,0 +1,258 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/sftp"
+)
+
+// Reads that fit one request are sent past pkg/sftp: the READ packet is
+// written into the session by the caller's goroutine, and the session's
+// reader (wire.go) recognises the answer by its request id and reads the
+// data straight into the caller's buffer. pkg/sftp would run the request on
+// a worker goroutine, allocate a buffer for every answer and copy it once
+// more, which at tens of thousands of small reads a second was most of the
+// daemon's CPU. The request ids of these reads are kept 2^31 away from
+// pkg/sftp's own, which count up by one per request: a request of either
+// kind is answered (or its session recycled) long before the other kind's
+// ids could reach it.
+
+const (
+	fxpRead   = 5
+	fxpStatus = 101
+	fxpData   = 103
+)
+
+// rawReads are the READ requests in flight past pkg/sftp on one session.
+type rawReads struct {
+	lastID atomic.Uint32 // the latest request id pkg/sftp sent
+
+	// mu guards the fields below.
+	mu    sync.Mutex
+	count uint32
+	reqs  map[uint32]*rawReq
+	err   error // the session's end; no request is taken after it
+}
+
+func newRawReads() *rawReads { return &rawReads{reqs: map[uint32]*rawReq{}} }
+
+// rawReq is one READ: dest lies in l, which the request holds until it is
+// answered, so that a caller that gave up never sees its memory written.
+type rawReq struct {
+	dest     []byte
+	l        *lease
+	n        int
+	err      error
+	finished atomic.Bool
+	done     chan struct{}
+}
+
+// add registers a request and returns its id.
+func (r *rawReads) add(q *rawReq) (uint32, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return 0, r.err
+	}
+	for {
+		r.count++
+		id := r.lastID.Load() + 1<<31 + r.count&(1<<30-1)
+		if _, busy := r.reqs[id]; !busy {
+			r.reqs[id] = q
+			return id, nil
+		}
+	}
+}
+
+// take removes and returns the request of id, nil if it is not ours.
+func (r *rawReads) take(id uint32) *rawReq {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.reqs[id]
+	delete(r.reqs, id)
+	return q
+}
+
+// has reports whether id is a request of ours.
+func (r *rawReads) has(id uint32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reqs[id] != nil
+}
+
+// fail ends every request with err; later ones fail at once.
+func (r *rawReads) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = fmt.Errorf("sftp session ended: %w", err)
+	}
+	reqs := r.reqs
+	r.reqs = map[uint32]*rawReq{}
+	r.mu.Unlock()
+	for _, q := range reqs {
+		q.finish(0, r.err)
+	}
+}
+
+func (q *rawReq) finish(n int, err error) {
+	q.n, q.err = n, err
+	q.finished.Store(true)
+	q.l.release()
+	close(q.done)
+}
+
+// rawRead reads up to len(dest) bytes at off of the file whose handle is
+// handle, with one READ request; dest lies in l. The request is counted on
+// c (begun by the caller, ended here). A short read is not an error; the
+// end of the file is io.EOF.
+func (h *Host) rawRead(ctx context.Context, c *channel, handle string, l *lease, dest []byte, off int64) (int, error) {
+	start := time.Now()
+	n, err := h.rawReadOn(ctx, c, handle, l, dest, off, start)
+	if gaveUp(err) {
+		c.end(start, nil) // not the session's failure
+	} else {
+		c.end(start, err)
+	}
+	c.stats.bytesRead.Add(uint64(n))
+	return n, err
+}
+
+func (h *Host) rawReadOn(ctx context.Context, c *channel, handle string, l *lease, dest []byte, off int64, start time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	q := &rawReq{dest: dest, l: l, done: make(chan struct{})}
+	l.hold()
+	id, err := c.raw.add(q)
+	if err != nil {
+		l.release()
+		return 0, err
+	}
+	var buf [64]byte
+	pkt := readPacket(buf[:0], id, handle, off, len(dest))
+	if err := c.wire.inject(pkt); err != nil {
+		if c.raw.take(id) != nil {
+			q.finish(0, err)
+		}
+		return 0, err
+	}
+	select {
+	case <-q.done:
+		return q.n, q.err
+	case <-ctx.Done():
+	}
+	// Given up: the request keeps its hold on l until answered; a session
+	// that does not answer it within Timeout is presumed dead.
+	if rem := h.o.Timeout - time.Since(start); rem > time.Millisecond {
+		time.AfterFunc(rem, func() {
+			if !q.finished.Load() {
+				h.log.Warn("sftp request timed out; recycling channel", "host", h.o.Host, "slot", c.slot)
+				c.kill(context.DeadlineExceeded)
+			}
+		})
+	} else if !q.finished.Load() {
+		c.kill(context.DeadlineExceeded)
+	}
+	return 0, ctx.Err()
+}
+
+// readPacket appends an SSH_FXP_READ packet to b.
+func readPacket(b []byte, id uint32, handle string, off int64, n int) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(1+4+4+len(handle)+8+4))
+	b = append(b, fxpRead)
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(handle)))
+	b = append(b, handle...)
+	b = binary.BigEndian.AppendUint64(b, uint64(off))
+	return binary.BigEndian.AppendUint32(b, uint32(n))
+}
+
+// errProtocol marks an answer that breaks the SFTP protocol.
+var errProtocol = errors.New("malformed sftp answer")
+
+// deliver reads the rest of an answer to request q (rest bytes after its
+// id) from r: data straight into q.dest, or a status.
+func deliver(r io.Reader, q *rawReq, typ byte, rest int) error {
+	var small [4]byte
+	switch typ {
+	case fxpData:
+		if rest < 4 {
+			return errProtocol
+		}
+		if _, err := io.ReadFull(r, small[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(small[:]))
+		if n > len(q.dest) || n != rest-4 {
+			return fmt.Errorf("%w: %d bytes of data for a read of %d", errProtocol, n, len(q.dest))
+		}
+		if _, err := io.ReadFull(r, q.dest[:n]); err != nil {
+			return err
+		}
+		q.finish(n, nil)
+		return nil
+	case fxpStatus:
+		if rest < 4 {
+			return errProtocol
+		}
+		if _, err := io.ReadFull(r, small[:]); err != nil {
+			return err
+		}
+		if err := discard(r, rest-4); err != nil {
+			return err
+		}
+		q.finish(0, statusError(binary.BigEndian.Uint32(small[:])))
+		return nil
+	}
+	return fmt.Errorf("%w: packet type %d for a read", errProtocol, typ)
+}
+
+func discard(r io.Reader, n int) error {
+	_, err := io.CopyN(io.Discard, r, int64(n))
+	return err
+}
+
+// statusError is the error pkg/sftp would return for a status code.
+func statusError(code uint32) error {
+	switch code {
+	case 0:
+		return nil
+	case fxEOF:
+		return io.EOF
+	case fxNoSuchFile:
+		return os.ErrNotExist
+	case fxPermission:
+		return os.ErrPermission
+	}
+	return &sftp.StatusError{Code: code}
+}
+
+// handleField is the index of pkg/sftp's unexported File.handle, the
+// handle string the server gave at open: a read sent past pkg/sftp names it.
+var handleField = sync.OnceValue(func() int {
+	f, ok := reflect.TypeOf(sftp.File{}).FieldByName("handle")
+	if !ok || f.Type.Kind() != reflect.String {
+		return -1
+	}
+	return f.Index[0]
+})
+
+// handleOf returns sf's handle; ok is false if pkg/sftp keeps it elsewhere
+// than this code knows. sf must be open and not being closed.
+func handleOf(sf *sftp.File) (string, bool) {
+	i := handleField()
+	if i < 0 || sf == nil {
+		return "", false
+	}
+	h := reflect.ValueOf(sf).Elem().Field(i).String()
+	return h, h != ""
+}

@@ -1,0 +1,57 @@
+package transport
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Reads of one request go past pkg/sftp (the handle string is found) and
+// return what pkg/sftp would: full buffers, short reads at the end with
+// io.EOF, io.EOF past the end, and errors for a closed file.
+func TestRawReads(t *testing.T) {
+	h, _, dir := dialTest(t, 2, nil)
+	want := randomFile(t, filepath.Join(dir, "f"), 100_000)
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := f.(*file)
+	tf.mu.Lock()
+	raws := len(tf.raws)
+	tf.mu.Unlock()
+	if raws != 1 {
+		t.Fatalf("%d raw handles known, want 1: pkg/sftp's File no longer keeps its handle where handleOf looks", raws)
+	}
+	before := h.Stats().Requests["READ"]
+	for _, c := range []struct {
+		off, n int
+		want   int
+		eof    bool
+	}{
+		{0, 4096, 4096, false},
+		{99_000, 4096, 1000, true},
+		{100_000, 10, 0, true},
+		{5, 70_000, 70_000, false},
+	} {
+		buf := make([]byte, c.n)
+		n, err := f.ReadAt(bg, buf, int64(c.off))
+		if n != c.want || (err == io.EOF) != c.eof || (err != nil && err != io.EOF) {
+			t.Fatalf("read %d at %d: %d %v, want %d (eof %v)", c.n, c.off, n, err, c.want, c.eof)
+		}
+		if !bytes.Equal(buf[:n], want[c.off:c.off+n]) {
+			t.Fatalf("read %d at %d: wrong data", c.n, c.off)
+		}
+	}
+	if got := h.Stats().Requests["READ"] - before; got < 4 {
+		t.Fatalf("%d READ requests counted, want at least 4", got)
+	}
+	if err := f.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(bg, make([]byte, 10), 0); err == nil {
+		t.Fatal("read after close succeeded")
+	}
+}
