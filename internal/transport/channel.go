@@ -34,6 +34,8 @@ type channel struct {
 	killOnce    sync.Once
 	stats       *slotStats
 	outstanding atomic.Int32
+	raw         *rawReads   // reads sent past pkg/sftp (rawread.go)
+	wire        *wireWriter // the session's writer, for those reads
 }
 
 // slotStats are the counters of one channel slot; they survive reconnects.
@@ -144,9 +146,11 @@ func (h *Host) handshake(ctx context.Context, c *channel, r io.Reader, w io.Writ
 		cl  *sftp.Client
 		err error
 	}
+	c.raw = newRawReads()
+	c.wire = newWireWriter(w, h, c.raw)
 	done := make(chan result, 1)
 	go func() {
-		cl, err := sftp.NewClientPipe(newWireReader(r, h), newWireWriter(w, h),
+		cl, err := sftp.NewClientPipe(newWireReader(r, h, c.raw), c.wire,
 			sftp.UseConcurrentReads(true), sftp.UseConcurrentWrites(true))
 		done <- result{cl, err}
 	}()
@@ -199,6 +203,7 @@ func (h *Host) dialFailure(c *channel, err error) error {
 func (h *Host) watch(c *channel) {
 	err := c.client.Wait()
 	c.kill(err)
+	c.raw.fail(err) // pkg/sftp stopped reading: no answer will come
 	if c.proc != nil {
 		<-c.proc.exited
 		h.dropSocket(c.ctlPath)
