@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/pkg/sftp v1.13.12
 	golang.org/x/crypto v0.54.0
 	golang.org/x/sys v0.49.0

@@ -36,6 +36,9 @@ type mounted struct {
 // mount checks the mountpoint, connects, mounts and verifies that the mount
 // answers. Its errors are *config.Error with the matching exit code.
 func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted, error) {
+	if err := checkSupported(cfg); err != nil {
+		return nil, err
+	}
 	mp, err := checkMountpoint(cfg.Mountpoint)
 	if err != nil {
 		return nil, err
@@ -77,6 +80,17 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	return m, nil
 }
 
+// checkSupported refuses what the parser accepts but this build cannot
+// mount yet: several branches, grafts, replicas and read-only branches.
+func checkSupported(cfg *config.Config) error {
+	b := cfg.Branches[0]
+	if len(cfg.Branches) > 1 || b.Name != "" || len(b.Hosts) > 1 || b.ReadOnly {
+		return config.Errorf(config.ExitUsage,
+			"mounting several branches, grafts, replicas or :ro branches is not available in this build; give one [user@]host:[dir]")
+	}
+	return nil
+}
+
 // absolutize makes the paths that ssh reads later independent of the
 // working directory, which a background sshfsm leaves.
 func absolutize(cfg *config.Config) error {
@@ -92,20 +106,21 @@ func absolutize(cfg *config.Config) error {
 }
 
 func transportOptions(cfg *config.Config, b config.Branch, log *slog.Logger) transport.Options {
+	e := b.Hosts[0]
 	return transport.Options{
-		Host:       b.Host,
-		User:       b.User,
-		Port:       cfg.SSH.Port,
+		Host:       e.Host,
+		User:       e.User,
+		Port:       cfg.PortOf(e),
 		Dir:        b.Dir,
 		SSHCommand: cfg.SSH.Command,
-		SSHArgs:    cfg.SSH.Args(),
+		SSHArgs:    cfg.SSHArgs(e),
 		SFTPServer: cfg.SSH.SFTPServer,
 		DirectPort: cfg.SSH.DirectPort,
-		Conns:      cfg.SSH.MaxConns,
+		Conns:      cfg.MaxConnsOf(e),
 		Timeout:    cfg.SSH.Timeout,
 		Reconnect:  cfg.SSH.Reconnect,
 		Logger:     log,
-		Dialer:     directDialer(b.Host, cfg.SSH.DirectPort),
+		Dialer:     directDialer(e.Host, cfg.SSH.DirectPort),
 	}
 }
 
@@ -193,20 +208,20 @@ func dialError(b config.Branch, err error) error {
 	if errors.As(err, &de) && de.Detail != "" {
 		detail = de.Detail
 	}
-	dest := b.Spec
+	dest, host := b.Spec, b.Hosts[0].Host
 	switch {
 	case errors.Is(err, transport.ErrUnreachable):
-		return config.Errorf(config.ExitConnect, "cannot connect to %s: %s", b.Host, detail)
+		return config.Errorf(config.ExitConnect, "cannot connect to %s: %s", host, detail)
 	case errors.Is(err, transport.ErrAuth) && detail == "host key verification failed":
-		return config.Errorf(config.ExitAuth, "host key verification failed for %s; check and accept its key once with ssh %s", b.Host, b.Host)
+		return config.Errorf(config.ExitAuth, "host key verification failed for %s; check and accept its key once with ssh %s", host, host)
 	case errors.Is(err, transport.ErrAuth):
-		return config.Errorf(config.ExitAuth, "authentication to %s failed: %s", b.Host, detail)
+		return config.Errorf(config.ExitAuth, "authentication to %s failed: %s", host, detail)
 	case errors.Is(err, transport.ErrNoDir):
 		return config.Errorf(config.ExitRemoteDir, "remote directory %s does not exist", dest)
 	case errors.Is(err, transport.ErrNotDir):
 		return config.Errorf(config.ExitRemoteDir, "remote path %s is not a directory", dest)
 	}
-	return config.Errorf(config.ExitConnect, "ssh to %s failed: %s", b.Host, detail)
+	return config.Errorf(config.ExitConnect, "ssh to %s failed: %s", host, detail)
 }
 
 // verify checks that the mount answers a stat of its root within timeout.

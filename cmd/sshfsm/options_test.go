@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -659,5 +660,29 @@ func TestRelativeMountpoint(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(mnt, "f")); string(b) != "rel" || err != nil {
 		t.Errorf("read: %q, %v", b, err)
+	}
+}
+
+// TestConfigFileMounts: sshfsm --config NAME mounts what
+// $XDG_CONFIG_HOME/sshfsm/NAME.toml describes; the host's port and key come
+// from its [host.NAME] table, the ssh_config from -F on the command line.
+func TestConfigFileMounts(t *testing.T) {
+	h, _ := sshHost(t)
+	cfg := bareSSHConfig(t, h)
+	writeFile(t, filepath.Join(h.Dir, "f"), "from the config file", 0o644)
+	xdg := t.TempDir()
+	if err := os.Mkdir(filepath.Join(xdg, "sshfsm"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountpoint(t)
+	body := fmt.Sprintf("mountpoint = %q\n[host.bare]\nport = %d\nidentity_file = %q\n[[branch]]\nhost = \"bare\"\ndir = %q\n",
+		mnt, h.Port, h.IdentityFile, h.Dir)
+	writeFile(t, filepath.Join(xdg, "sshfsm", "work.toml"), body, 0o600)
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	if r := sshfsm(t, 30*time.Second, "-F", cfg, "--config", "work"); r.code != 0 {
+		t.Fatalf("sshfsm --config work: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "f")); string(b) != "from the config file" || err != nil {
+		t.Errorf("read through the mount: %q, %v", b, err)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +14,7 @@ import (
 )
 
 func TestDialErrorMapping(t *testing.T) {
-	b := config.Branch{Spec: "bob@h:/srv", User: "bob", Host: "h", Dir: "/srv"}
+	b := config.Branch{Spec: "bob@h:/srv", Hosts: []config.Endpoint{{User: "bob", Host: "h"}}, Dir: "/srv"}
 	de := func(kind error, detail string) error {
 		return fmt.Errorf("dial: %w", &transport.DialError{Kind: kind, Host: "h", Detail: detail})
 	}
@@ -115,5 +117,56 @@ func TestDefaultsReachTransport(t *testing.T) {
 	}
 	if !o.Reconnect || declared["reconnect"] != "on" {
 		t.Errorf("reconnect: transport gets %v, declared default %q", o.Reconnect, declared["reconnect"])
+	}
+}
+
+// TestCheckSupported: what the parser accepts beyond one plain branch is
+// refused with one line and exit status 1 before anything is touched.
+func TestCheckSupported(t *testing.T) {
+	for _, args := range [][]string{
+		{"a:", "b:", "/m"},
+		{"web=h:/srv", "/m"},
+		{"gw1,gw2:/p", "/m"},
+		{"h:/d:ro", "/m"},
+	} {
+		cfg, err := config.Parse(args)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		_, err = mount(t.Context(), cfg, nil)
+		if config.CodeOf(err) != config.ExitUsage || !strings.Contains(err.Error(), "not available in this build") {
+			t.Errorf("%q: got %d %v, want exit 1 saying it is not available", args, config.CodeOf(err), err)
+		}
+	}
+	for _, args := range [][]string{{"h:", "/m"}, {"u@[::1]:/d:ro:", "/m"}} {
+		cfg, err := config.Parse(args)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if err := checkSupported(cfg); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+}
+
+// TestTransportOptionsPerHost: a host's own settings from a config file
+// reach transport; the global ones fill the rest.
+func TestTransportOptionsPerHost(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "m.toml")
+	body := "[options]\nmax_conns = 3\nProxyJump = \"gw\"\n" +
+		"[host.h]\nuser = \"alice\"\nport = 2222\nssh_config = \"/own\"\nmax_conns = 9\nssh_options = { ProxyJump = \"none\" }\n" +
+		"[[branch]]\nhost = \"h\"\ndir = \"/d\"\n"
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]string{"-F", "/global", "--config", file, "/m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := transportOptions(cfg, cfg.Branches[0], nil)
+	got := fmt.Sprintf("%s|%s|%d|%s|%q|%d", o.Host, o.User, o.Port, o.Dir, o.SSHArgs, o.Conns)
+	want := `h|alice|2222|/d|["-F" "/own" "-oProxyJump=none" "-oProxyJump=gw"]|9`
+	if got != want {
+		t.Errorf("transport options\n got %s\nwant %s", got, want)
 	}
 }

@@ -5,6 +5,7 @@ package config
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,13 +20,20 @@ const (
 	ActionMan
 )
 
-// Config is one parsed command line.
+// Config is one parsed command line, with the config file it names.
+//
+// Branches are in priority order (the first is the highest); union branches
+// (Name "") and grafts may be mixed. Settings given for one host (Endpoint)
+// win over the global ones in SSH; see SSHArgs, PortOf and MaxConnsOf.
 type Config struct {
 	Action     Action
-	Branches   []Branch // exactly one today
+	Branches   []Branch // at least one when Action is ActionMount
 	Mountpoint string
+	File       string // the config file read (--config), absolute; "" for none
 	Foreground bool
 	Debug      bool
+	RequireAll bool // require_all: every branch must be reachable to mount
+	Union      Union
 	SSH        SSH
 	FUSE       FUSE
 	Cache      Cache
@@ -33,25 +41,64 @@ type Config struct {
 	IDMap      IDMap
 }
 
-// Branch is one remote directory to mount: [user@]host:[dir].
-type Branch struct {
-	Spec string // as written on the command line
-	User string // "" = ssh decides
-	Host string // name, alias or address; IPv6 without brackets
-	Dir  string // "" = remote home; relative = under the home
+// Union configures how union branches share the mount's root.
+type Union struct {
+	Create string // create=: epff (default), ff, mfs, lfs or rand
 }
 
-// Dest is the branch in sshfs's fsname form, user@host:dir, with IPv6
-// addresses in brackets.
-func (b Branch) Dest() string {
-	h := b.Host
+// Branch is one remote directory of the mount:
+// [NAME=][user@]host[,[user@]host...]:[dir][:ro] on the command line, or one
+// [[branch]] table of the config file.
+type Branch struct {
+	Spec     string     // as written, or "FILE:LINE" of its [[branch]]; for messages
+	Name     string     // graft name: the branch appears as MOUNTPOINT/Name; "" for a union branch
+	Hosts    []Endpoint // one, or several replicas (hosts seeing the same storage) in the order given
+	Dir      string     // "" = remote home; relative = under the home
+	ReadOnly bool       // :ro or ro = true
+}
+
+// Endpoint is one host serving a branch, with the settings that the config
+// file gives for that host alone. Zero values mean "the global setting".
+type Endpoint struct {
+	User       string   // "" = ssh decides (config or local user)
+	Host       string   // name, alias or address; IPv6 without brackets
+	Port       int      // 0 = the global -p / port=, else ssh decides
+	SSHConfig  string   // ssh_config file of this host; "" = the global -F
+	SSHOptions []string // extra "-oKeyword=value" for this host only
+	MaxConns   int      // 0 = the global max_conns
+}
+
+// Dest is the endpoint as ssh destinations are written in sshfs's fsname
+// form: [user@]host, IPv6 addresses in brackets.
+func (e Endpoint) Dest() string {
+	h := e.Host
 	if needsBrackets(h) {
 		h = "[" + h + "]"
 	}
-	if b.User != "" {
-		h = b.User + "@" + h
+	if e.User != "" {
+		h = e.User + "@" + h
 	}
-	return h + ":" + b.Dir
+	return h
+}
+
+// Dest is the branch in command-line form; ParseBranch reads it back
+// (per-host settings of the config file aside).
+func (b Branch) Dest() string {
+	var s strings.Builder
+	if b.Name != "" {
+		s.WriteString(b.Name + "=")
+	}
+	for i, e := range b.Hosts {
+		if i > 0 {
+			s.WriteByte(',')
+		}
+		s.WriteString(e.Dest())
+	}
+	s.WriteString(":" + escapeDir(b.Dir))
+	if b.ReadOnly {
+		s.WriteString(":ro")
+	}
+	return s.String()
 }
 
 // SSH configures how each host is reached.
@@ -72,22 +119,6 @@ type SSH struct {
 type SSHOption struct {
 	Key   string // canonical spelling, e.g. IdentityFile
 	Value string
-}
-
-// Args returns the extra ssh arguments: -F, -C and -oKey=Value, in order.
-// The port is not among them: it travels separately.
-func (s SSH) Args() []string {
-	var args []string
-	if s.ConfigFile != "" {
-		args = append(args, "-F", s.ConfigFile)
-	}
-	if s.Compression {
-		args = append(args, "-C")
-	}
-	for _, o := range s.Options {
-		args = append(args, "-o"+o.Key+"="+o.Value)
-	}
-	return args
 }
 
 // FUSE configures the kernel mount.

@@ -12,6 +12,7 @@ type Section int
 // Sections, in documentation order.
 const (
 	SecConnection Section = iota
+	SecBranch
 	SecSSH
 	SecMount
 	SecCache
@@ -23,13 +24,14 @@ const (
 
 // Sections returns every section in documentation order.
 func Sections() []Section {
-	return []Section{SecConnection, SecSSH, SecMount, SecCache, SecSymlinks, SecIDMap, SecCompat, SecNoise}
+	return []Section{SecConnection, SecBranch, SecSSH, SecMount, SecCache, SecSymlinks, SecIDMap, SecCompat, SecNoise}
 }
 
 // Title is the section's heading.
 func (s Section) Title() string {
 	return [...]string{
 		"Connection options",
+		"Branch options",
 		"SSH options",
 		"Mount options",
 		"Cache options",
@@ -43,6 +45,8 @@ func (s Section) Title() string {
 // Intro is the sentence under the section's heading, if any.
 func (s Section) Intro() string {
 	switch s {
+	case SecBranch:
+		return "How several branches make one mount (see BRANCHES)."
 	case SecSSH:
 		return "Besides the options below, every ssh_config(5) keyword is accepted " +
 			"(matched case-insensitively) as -o Keyword=value and passed to ssh as -oKeyword=value, " +
@@ -69,7 +73,10 @@ type Option struct {
 	Fold bool
 	// Prefix matches every name starting with Name (x-*).
 	Prefix bool
-	apply  func(c *Config, val string) error
+	// Not is the flag that undoes this one (ro and rw), for "name = false"
+	// in a config file.
+	Not   string
+	apply func(c *Config, val string) error
 }
 
 // HasValue reports whether the option takes =value.

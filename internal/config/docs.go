@@ -5,15 +5,17 @@ import (
 	"strings"
 )
 
-// Prose shared by --help and the man page.
+// Prose shared by --help, the man page and the README.
 const (
-	usageLine   = "sshfsm [options] [user@]host:[dir] mountpoint"
-	summaryLine = "mount a remote directory over SSH (SFTP)"
+	usageLine       = "sshfsm [options] BRANCH... MOUNTPOINT"
+	configUsageLine = "sshfsm [options] --config FILE|NAME [MOUNTPOINT]"
+	summaryLine     = "mount remote directories of one or several hosts over SSH (SFTP)"
 )
 
 func descriptionParas() []string {
 	return []string{
-		"sshfsm mounts the directory dir of host at mountpoint, over the SFTP subsystem of the host's ssh server. " +
+		"sshfsm mounts remote directories at MOUNTPOINT, over the SFTP subsystem of their hosts' ssh servers: " +
+			"one directory as sshfs does, or several branches of several hosts in one tree (see BRANCHES). " +
 			"It runs the system ssh, so ~/.ssh/config, agents, ProxyJump, ControlMaster and password prompts work as with ssh. " +
 			"It accepts the options and habits of sshfs.",
 		"Without dir, the remote home directory is mounted; a relative dir is relative to it. " +
@@ -23,6 +25,39 @@ func descriptionParas() []string {
 			"With -f or -d it stays in the foreground. Unmount with fusermount3 -u mountpoint " +
 			"(or umount as root), or send SIGINT or SIGTERM to the sshfsm process.",
 		"Requests never hang: each one is limited by timeout=, after which it fails with an I/O error.",
+	}
+}
+
+// BranchForm is one form of the BRANCH argument.
+type BranchForm struct {
+	Form, Help string
+}
+
+// BranchForms returns the forms of BRANCH, in documentation order.
+func BranchForms() []BranchForm {
+	return []BranchForm{
+		{"[user@]host:[dir]", "A union branch. The union shows the files of all its branches in one tree; " +
+			"where several hold a name, the first branch given wins, and new files go where create= says."},
+		{"NAME=[user@]host:[dir]", "A graft: the directory appears as MOUNTPOINT/NAME, hiding any NAME of the union. " +
+			"NAME is one file name; '=' names a graft only before the first ':'."},
+		{"[user@]host1,[user@]host2,...:dir", "One branch served by replicas, hosts that see the same storage " +
+			"(gateways of one cluster filesystem): reads spread over them, and when one fails another takes over. " +
+			"Union or graft alike: NAME=gw1,gw2:/lustre/project/FOO."},
+		{"...:dir:ro", "A read-only branch: nothing on it is changed, and new files go to other branches. " +
+			":rw, the default, may be written too."},
+	}
+}
+
+// branchParas is the prose of BRANCHES after the forms.
+func branchParas() []string {
+	return []string{
+		"The end of a branch carries its mode: a trailing :ro or :rw is the mode, then one trailing ':' is removed. " +
+			"So a directory whose name ends in :ro, :rw or ':' is written with one more ':' at the end " +
+			"(host:/data/x:ro: is the directory /data/x:ro, read-write), and host::ro is the remote home, read-only. " +
+			"Other colons, and '=', ',' and '@' after the first ':', are part of dir.",
+		"By default the mount goes ahead when at least one branch can be reached (require_all refuses it otherwise). " +
+			"Union and graft branches may be mixed; a config file (--config) describes the same and more: " +
+			"ssh settings per host (see CONFIGURATION FILE).",
 	}
 }
 
@@ -40,6 +75,9 @@ func examples() [][2]string {
 		{"sshfsm alice@example.org:projects ~/mnt", "Mount ~alice/projects of example.org at ~/mnt."},
 		{"sshfsm -p 2222 -o IdentityFile=~/.ssh/work,ro [2001:db8::7]:/srv ~/mnt", "Mount /srv read-only from an IPv6 host listening on port 2222."},
 		{"sshfsm -o ProxyJump=gateway,max_conns=8 build:/data /mnt/data", "Reach build through gateway with 8 parallel SFTP channels."},
+		{"sshfsm build:/srv/src bob@archive:/data/src:ro ~/src", "The union of /srv/src on build and /data/src on archive, read-only; build's files win."},
+		{"sshfsm -o create=mfs FOO=gw1,gw2:/lustre/project/FOO ~/mnt", "Mount FOO, served by gw1 and gw2, as ~/mnt/FOO."},
+		{"sshfsm --config work", "Mount what ~/.config/sshfsm/work.toml describes."},
 		{"fusermount3 -u ~/mnt", "Unmount."},
 	}
 }

@@ -48,15 +48,24 @@ func TestDocs(t *testing.T) {
 func TestUpdateReadme(t *testing.T) {
 	got, err := UpdateReadme("# sshfsm\n\nintro\n")
 	if err != nil || !strings.HasPrefix(got, "# sshfsm\n\nintro\n\n## Options\n\n"+ReadmeBegin+"\n") ||
-		!strings.HasSuffix(got, ReadmeEnd+"\n") {
-		t.Fatalf("appending the section: %q, %v", got, err)
+		!strings.Contains(got, ReadmeEnd+"\n\n## Several directories in one mountpoint\n\n"+ReadmeFileBegin+"\n") ||
+		!strings.HasSuffix(got, ReadmeFileEnd+"\n") {
+		t.Fatalf("appending the sections: %q, %v", got, err)
 	}
-	round, err := UpdateReadme(strings.Replace(got, "| `-o ro` |", "| `-o stale` |", 1) + "tail\n")
+	stale := strings.Replace(got, "| `-o ro` |", "| `-o stale` |", 1)
+	stale = strings.Replace(stale, "| `ro` | boolean |", "| `rw` | boolean |", 1)
+	if stale == got {
+		t.Fatal("the test's stale text is not in the generated README")
+	}
+	round, err := UpdateReadme(stale + "tail\n")
 	if err != nil || round != got+"tail\n" {
 		t.Errorf("replacing between the markers lost or kept text: %v", err)
 	}
 	if _, err := UpdateReadme("x " + ReadmeEnd + " " + ReadmeBegin); err == nil {
 		t.Error("markers out of order: no error")
+	}
+	if _, err := UpdateReadme(ReadmeBegin + ReadmeEnd + ReadmeFileBegin); err == nil {
+		t.Error("config end marker missing: no error")
 	}
 }
 
@@ -93,7 +102,8 @@ func TestHelpFits(t *testing.T) {
 			t.Errorf("help line longer than 80 columns: %q", l)
 		}
 	}
-	for _, want := range []string{"usage: sshfsm [options] [user@]host:[dir] mountpoint",
+	for _, want := range []string{"usage: sshfsm [options] BRANCH... MOUNTPOINT\n       sshfsm [options] --config FILE|NAME [MOUNTPOINT]\n",
+		"NAME=[user@]host:[dir]", "[[branch]]", "identity_file (string)", "-o create=epff|ff|mfs|lfs|rand", "--config FILE|NAME",
 		"-o allow_other", "-o timeout=SECONDS", "(default: 30)", "-p PORT", "--man", "Exit status:"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("help lacks %q", want)

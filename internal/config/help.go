@@ -8,17 +8,19 @@ import (
 // Help returns the text of sshfsm --help.
 func Help() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: %s\n%s\n", usageLine, subcommandUsages("       "))
+	fmt.Fprintf(&b, "usage: %s\n       %s\n%s\n", usageLine, configUsageLine, subcommandUsages("       "))
 	for _, p := range descriptionParas()[:2] {
 		for _, l := range wrap(p, "", 79) {
 			b.WriteString(l + "\n")
 		}
 		b.WriteString("\n")
 	}
+	writeBranchesHelp(&b)
 	b.WriteString("Switches:\n")
 	for _, s := range Switches() {
 		writeItem(&b, switchNames(s), s.Help)
 	}
+	writeFileHelp(&b)
 	for _, sec := range Sections() {
 		fmt.Fprintf(&b, "\n%s:\n", sec.Title())
 		if in := sec.Intro(); in != "" {

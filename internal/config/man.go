@@ -13,9 +13,11 @@ func ManPage() string {
 	b.WriteString(".TH SSHFSM 1 \"\" \"sshfsm\" \"User Commands\"\n")
 	b.WriteString(".SH NAME\nsshfsm \\- " + roff(summaryLine) + "\n")
 	b.WriteString(".SH SYNOPSIS\n.B sshfsm\n" +
-		"[\\fIoptions\\fR] [\\fIuser\\fB@\\fR]\\fIhost\\fB:\\fR[\\fIdir\\fR] \\fImountpoint\\fR\n" + manSynopsis())
+		"[\\fIoptions\\fR] \\fIbranch\\fR... \\fImountpoint\\fR\n" +
+		".br\n.B sshfsm\n[\\fIoptions\\fR] \\fB\\-\\-config\\fR \\fIfile\\fR|\\fIname\\fR [\\fImountpoint\\fR]\n" + manSynopsis())
 	b.WriteString(".SH DESCRIPTION\n")
 	writeParas(&b, descriptionParas())
+	writeBranchesMan(&b)
 	b.WriteString(".SH OPTIONS\n")
 	for _, s := range Switches() {
 		manItem(&b, switchNames(s), s.Help)
@@ -33,6 +35,7 @@ func ManPage() string {
 	b.WriteString(".SH FSTAB\n")
 	writeParas(&b, fstabParas())
 	b.WriteString(".PP\n.nf\n" + roff(fstabExample) + "\n.fi\n")
+	writeFileMan(&b)
 	b.WriteString(".SH EXIT STATUS\n")
 	for _, e := range ExitCodes() {
 		manItem(&b, itoa(int(e.Code)), e.Help)

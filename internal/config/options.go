@@ -10,7 +10,7 @@ import (
 func Options() []Option {
 	var all []Option
 	for _, part := range [][]Option{
-		connectionOptions(), sshOptions(), mountOptions(), cacheOptions(),
+		connectionOptions(), branchOptions(), sshOptions(), mountOptions(), cacheOptions(),
 		symlinkOptions(), idmapOptions(), compatOptions(), noiseOptions(),
 	} {
 		all = append(all, part...)
@@ -34,18 +34,40 @@ func connectionOptions() []Option {
 		intOpt("directport", "PORT", "", s, 1, 65535,
 			"Connect with plain TCP to an sftp-server listening on PORT of the host, without ssh and without encryption.",
 			func(c *Config, n int) { c.SSH.DirectPort = n }),
-		intOpt("max_conns", "N", "4", s, 1, 64,
+		intOpt("max_conns", "N", "4", s, 1, maxConnsLimit,
 			"Number of SFTP channels per host; requests are spread over them.",
 			func(c *Config, n int) { c.SSH.MaxConns = n }),
 		secondsOpt("timeout", "30", s, true,
 			"Limit of every request to the server; when it passes, the operation fails with ETIMEDOUT (Connection timed out) instead of hanging, and the channel is replaced.",
 			func(c *Config, d time.Duration) { c.SSH.Timeout = d }),
-		withDefault(flagOpt("reconnect", s,
+		withNot(withDefault(flagOpt("reconnect", s,
 			"Reconnect to the server when a channel breaks (default).",
-			func(c *Config) { c.SSH.Reconnect = true }), "on"),
-		flagOpt("noreconnect", s,
+			func(c *Config) { c.SSH.Reconnect = true }), "on"), "noreconnect"),
+		withNot(flagOpt("noreconnect", s,
 			"Do not reconnect: once the connection is lost, operations fail.",
-			func(c *Config) { c.SSH.Reconnect = false }),
+			func(c *Config) { c.SSH.Reconnect = false }), "reconnect"),
+	}
+}
+
+// maxConnsLimit is the most SFTP channels per host.
+const maxConnsLimit = 64
+
+// CreatePolicies are the values of create=, mergerfs' names.
+var CreatePolicies = []string{"epff", "ff", "mfs", "lfs", "rand"}
+
+func branchOptions() []Option {
+	s := SecBranch
+	return []Option{
+		enumOpt("create", "epff", CreatePolicies, s,
+			"Which union branch a new file, directory or link goes to; read-only branches are never chosen. "+
+				"epff: the first branch, in the order given, where the parent directory exists; "+
+				"ff: the first branch; mfs and lfs: the branch with the most or the least free space; rand: any branch. "+
+				"Except with epff, missing parent directories are created on the chosen branch.",
+			func(c *Config, v string) { c.Union.Create = v }),
+		flagOpt("require_all", s,
+			"Refuse to mount unless every branch can be reached (a branch served by replicas, when one of them can). "+
+				"Without it, the mount goes ahead when at least one branch can be reached.",
+			func(c *Config) { c.RequireAll = true }),
 	}
 }
 
@@ -67,8 +89,8 @@ func mountOptions() []Option {
 			func(c *Config) { c.FUSE.AllowRoot = true }),
 		flagOpt("default_permissions", s, "Let the kernel check permissions from the file modes before asking the server.",
 			func(c *Config) { c.FUSE.DefaultPermissions = true }),
-		flagOpt("ro", s, "Mount read-only.", func(c *Config) { c.FUSE.ReadOnly = true }),
-		withDefault(flagOpt("rw", s, "Mount read-write (default).", func(c *Config) { c.FUSE.ReadOnly = false }), "on"),
+		withNot(flagOpt("ro", s, "Mount read-only.", func(c *Config) { c.FUSE.ReadOnly = true }), "rw"),
+		withNot(withDefault(flagOpt("rw", s, "Mount read-write (default).", func(c *Config) { c.FUSE.ReadOnly = false }), "on"), "ro"),
 		idOpt("uid", s, "Show every file as owned by user id N.",
 			func(c *Config, n uint32) { c.FUSE.UID = &n }),
 		idOpt("gid", s, "Show every file as owned by group id N.",
@@ -116,10 +138,10 @@ func symlinkOptions() []Option {
 			func(c *Config) { c.Symlinks.Follow = true }),
 		flagOpt("transform_symlinks", s, "Rewrite absolute symbolic links that point inside the mounted directory into relative ones.",
 			func(c *Config) { c.Symlinks.Transform = true }),
-		withDefault(flagOpt("contain_symlinks", s, "Refuse to follow symbolic links that lead outside the mount (default).",
-			func(c *Config) { c.Symlinks.Contain = true }), "on"),
-		withAliases(flagOpt("nocontain_symlinks", s, "Show every symbolic link target as the server stores it.",
-			func(c *Config) { c.Symlinks.Contain = false }), "no_contain_symlinks"),
+		withNot(withDefault(flagOpt("contain_symlinks", s, "Refuse to follow symbolic links that lead outside the mount (default).",
+			func(c *Config) { c.Symlinks.Contain = true }), "on"), "nocontain_symlinks"),
+		withNot(withAliases(flagOpt("nocontain_symlinks", s, "Show every symbolic link target as the server stores it.",
+			func(c *Config) { c.Symlinks.Contain = false }), "no_contain_symlinks"), "contain_symlinks"),
 	}
 }
 
@@ -142,6 +164,8 @@ func idmapOptions() []Option {
 func withDefault(o Option, def string) Option { o.Default = def; return o }
 
 func withAliases(o Option, names ...string) Option { o.Aliases = names; return o }
+
+func withNot(o Option, not string) Option { o.Not = not; return o }
 
 func (c *Cache) setAll(d time.Duration) {
 	c.AttrTimeout, c.EntryTimeout, c.NegativeTimeout, c.DirCacheTimeout = d, d, d, d

@@ -17,6 +17,10 @@ func Switches() []Switch {
 	return []Switch{
 		{Names: []string{"-o"}, Arg: "OPT[,OPT...]", Help: "Mount options, described below; -o may be repeated and glued to its argument (-oro).",
 			apply: applyOptions},
+		{Names: []string{configSwitch}, Arg: "FILE|NAME",
+			Help: "Read the branches, host settings, options and mountpoint from a config file (see CONFIGURATION FILE); the command line's options win over the file's. " +
+				"A NAME without '/' that does not end in .toml is $XDG_CONFIG_HOME/sshfsm/NAME.toml (default ~/.config/sshfsm/NAME.toml).",
+			apply: func(*Config, string) error { return nil }}, // read by Parse before the other options
 		{Names: []string{"-p"}, Arg: "PORT", Help: "Port of the ssh server; same as -o port=PORT.",
 			apply: func(c *Config, v string) error { return applyOne(c, "port="+v) }},
 		{Names: []string{"-F"}, Arg: "FILE", Help: "Use FILE as the ssh configuration file instead of ~/.ssh/config.",
@@ -47,14 +51,62 @@ func setAction(a Action) func(*Config, string) error {
 	}
 }
 
+// configSwitch names the switch whose file is read before the other
+// options are applied.
+const configSwitch = "--config"
+
+// given is one switch of the command line with its argument.
+type given struct {
+	sw  Switch
+	val string
+}
+
 // Parse reads the arguments after the program name. Options may come
 // before, between or after the positional arguments (mount.fuse3 puts them
 // last); "--" ends the options. With -h, -V or --man, option errors and
-// missing arguments are not reported.
+// missing arguments are not reported. With --config, the file is applied
+// first and the command line's options after it, so they win.
 func Parse(args []string) (*Config, error) {
+	sws, pos, scanErr := scan(args)
 	c := Defaults()
-	var pos []string
-	var firstErr error
+	c.Action = actionOf(sws)
+	if c.Action != ActionMount {
+		return c, nil
+	}
+	if scanErr != nil {
+		return nil, scanErr
+	}
+	file, err := configArg(sws)
+	if err != nil {
+		return nil, err
+	}
+	if file != "" {
+		if err := LoadFile(c, file); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range sws {
+		if err := g.sw.apply(c, g.val); err != nil {
+			return nil, err
+		}
+	}
+	if file != "" {
+		err = setFileMountpoint(c, file, pos)
+	} else {
+		err = setPositional(c, pos)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := validate(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// scan splits args into switches, in order, and positional arguments; err
+// is the first unknown switch or missing argument.
+func scan(args []string) (sws []given, pos []string, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -65,46 +117,68 @@ func Parse(args []string) (*Config, error) {
 			pos = append(pos, a)
 			continue
 		}
-		used, err := applySwitch(c, a, args[i+1:])
+		g, used, e := findSwitch(a, args[i+1:])
 		i += used
-		if err != nil && firstErr == nil {
-			firstErr = err
+		if e != nil && err == nil {
+			err = e
+		}
+		if e == nil {
+			sws = append(sws, g)
 		}
 	}
-	if c.Action != ActionMount {
-		return c, nil
-	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := setPositional(c, pos); err != nil {
-		return nil, err
-	}
-	if err := validate(c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return sws, pos, err
 }
 
-// applySwitch applies switch a, taking its argument glued or from rest; it
-// returns how many elements of rest it consumed.
-func applySwitch(c *Config, a string, rest []string) (int, error) {
+// actionOf is what the switches ask for; help, version and man page win
+// over mounting, in that order.
+func actionOf(sws []given) Action {
+	probe := &Config{}
+	for _, g := range sws {
+		_ = g.sw.apply(probe, g.val) // only the action matters here
+	}
+	return probe.Action
+}
+
+// configArg is the argument of --config, "" without one.
+func configArg(sws []given) (string, error) {
+	file := ""
+	for _, g := range sws {
+		if g.sw.Names[0] != configSwitch {
+			continue
+		}
+		if file != "" {
+			return "", Errorf(ExitUsage, "option %s is given twice", configSwitch)
+		}
+		if g.val == "" {
+			return "", Errorf(ExitUsage, "option %s needs a file or a name", configSwitch)
+		}
+		file = g.val
+	}
+	return file, nil
+}
+
+// findSwitch matches a against the switches, taking its argument glued
+// (-oro, --config=work) or from rest; it returns how many elements of rest
+// it consumed.
+func findSwitch(a string, rest []string) (given, int, error) {
 	for _, sw := range Switches() {
 		for _, name := range sw.Names {
 			switch {
 			case a == name && sw.Arg == "":
-				return 0, sw.apply(c, "")
+				return given{sw, ""}, 0, nil
 			case a == name:
 				if len(rest) == 0 {
-					return 0, Errorf(ExitUsage, "option %s needs an argument (%s %s)", name, name, sw.Arg)
+					return given{}, 0, Errorf(ExitUsage, "option %s needs an argument (%s %s)", name, name, sw.Arg)
 				}
-				return 1, sw.apply(c, rest[0])
+				return given{sw, rest[0]}, 1, nil
 			case sw.Arg != "" && len(name) == 2 && strings.HasPrefix(a, name):
-				return 0, sw.apply(c, a[2:])
+				return given{sw, a[2:]}, 0, nil
+			case sw.Arg != "" && len(name) > 2 && strings.HasPrefix(a, name+"="):
+				return given{sw, a[len(name)+1:]}, 0, nil
 			}
 		}
 	}
-	return 0, Errorf(ExitUsage, "unknown option %s (see sshfsm --help)", a)
+	return given{}, 0, Errorf(ExitUsage, "unknown option %s (see sshfsm --help)", a)
 }
 
 // applyOptions applies the comma-separated list of one -o.
@@ -164,9 +238,6 @@ func setPositional(c *Config, pos []string) error {
 		return Errorf(ExitUsage, "missing mountpoint argument after %s", pos[0])
 	case len(pos) == 1:
 		return Errorf(ExitUsage, "missing [user@]host:[dir] argument before mountpoint %s", pos[0])
-	case len(pos) > 2:
-		return Errorf(ExitUsage, "several remote directories (%s) are not supported yet: give one [user@]host:[dir] and a mountpoint",
-			strings.Join(pos[:len(pos)-1], " "))
 	}
 	if last := pos[len(pos)-1]; !strings.Contains(pos[0], ":") && strings.Contains(last, ":") && !strings.HasPrefix(last, "/") {
 		return Errorf(ExitUsage, "arguments in the wrong order: give [user@]host:[dir] first, then the mountpoint (sshfsm %s %s)", last, pos[0])
@@ -178,9 +249,29 @@ func setPositional(c *Config, pos []string) error {
 		}
 		c.Branches = append(c.Branches, b)
 	}
+	if _, err := checkBranches(c.Branches, func(i int) string { return c.Branches[i].Spec }); err != nil {
+		return Errorf(ExitUsage, "%v", err)
+	}
 	c.Mountpoint = pos[len(pos)-1]
 	if c.Mountpoint == "" {
 		return Errorf(ExitUsage, "empty mountpoint argument")
+	}
+	return nil
+}
+
+// setFileMountpoint takes the mountpoint from the command line, which may
+// give only that after --config, or else from the file.
+func setFileMountpoint(c *Config, file string, pos []string) error {
+	switch {
+	case len(pos) > 1:
+		return Errorf(ExitUsage, "with %s %s, give at most a mountpoint; the branches come from the file (got %s)",
+			configSwitch, file, strings.Join(pos, " "))
+	case len(pos) == 1 && pos[0] == "":
+		return Errorf(ExitUsage, "empty mountpoint argument")
+	case len(pos) == 1:
+		c.Mountpoint = pos[0]
+	case c.Mountpoint == "":
+		return Errorf(ExitUsage, "missing mountpoint: give one after %s %s or set mountpoint in the file", configSwitch, file)
 	}
 	return nil
 }

@@ -9,6 +9,9 @@ import (
 
 func u32(n uint32) *uint32 { return &n }
 
+// eps is a list of endpoints, for literals.
+func eps(es ...Endpoint) []Endpoint { return es }
+
 // parseOK parses args that must be valid.
 func parseOK(t *testing.T, args ...string) *Config {
 	t.Helper()
@@ -22,7 +25,7 @@ func parseOK(t *testing.T, args ...string) *Config {
 func TestDefaults(t *testing.T) {
 	c := parseOK(t, "h:", "/mnt")
 	want := Defaults()
-	want.Branches = []Branch{{Spec: "h:", Host: "h"}}
+	want.Branches = []Branch{{Spec: "h:", Hosts: []Endpoint{{Host: "h"}}}}
 	want.Mountpoint = "/mnt"
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)
@@ -107,7 +110,7 @@ func TestOptions(t *testing.T) {
 		{[]string{"-o", "Port=23"}, func(c *Config) any { return c.SSH.Port }, 23},
 		{[]string{"-o", "PORT=24"}, func(c *Config) any { return c.SSH.Port }, 24},
 		{[]string{"-C"}, func(c *Config) any { return c.SSH.Compression }, true},
-		{[]string{"-o", "compression=no"}, func(c *Config) any { return c.SSH.Args() }, []string{"-oCompression=no"}},
+		{[]string{"-o", "compression=no"}, func(c *Config) any { return c.SSHArgs(Endpoint{}) }, []string{"-oCompression=no"}},
 		{[]string{"-F", "/etc/cfg"}, func(c *Config) any { return c.SSH.ConfigFile }, "/etc/cfg"},
 		{[]string{"-F/etc/cfg2"}, func(c *Config) any { return c.SSH.ConfigFile }, "/etc/cfg2"},
 		{[]string{"-o", "workaround=rename:nobuflimit,sshfs_sync,no_readahead,sync_readdir,delay_connect"},
@@ -150,7 +153,7 @@ func TestSSHOptions(t *testing.T) {
 		"-oServerAliveInterval=15", "-oStrictHostKeyChecking=no", "-oUserKnownHostsFile=/dev/null",
 		"-oControlMaster=auto", "-oControlPath=/tmp/c-%r@%h:%p", "-oConnectTimeout=5",
 		"-oCiphers=aes128-gcm@openssh.com", "-oUser=bob"}
-	if got := c.SSH.Args(); !reflect.DeepEqual(got, want) {
+	if got := c.SSHArgs(Endpoint{}); !reflect.DeepEqual(got, want) {
 		t.Errorf("ssh args\n got %q\nwant %q", got, want)
 	}
 }
@@ -161,24 +164,24 @@ func TestPositionalForms(t *testing.T) {
 		want Branch
 		mnt  string
 	}{
-		{[]string{"host:", "m"}, Branch{Spec: "host:", Host: "host"}, "m"},
-		{[]string{"host:dir/sub", "m"}, Branch{Spec: "host:dir/sub", Host: "host", Dir: "dir/sub"}, "m"},
-		{[]string{"alice@host:/srv", "m"}, Branch{Spec: "alice@host:/srv", User: "alice", Host: "host", Dir: "/srv"}, "m"},
-		{[]string{"a@corp@host:x", "m"}, Branch{Spec: "a@corp@host:x", User: "a@corp", Host: "host", Dir: "x"}, "m"},
-		{[]string{"host:/a@b:c", "m"}, Branch{Spec: "host:/a@b:c", Host: "host", Dir: "/a@b:c"}, "m"},
-		{[]string{"[::1]:dir", "m"}, Branch{Spec: "[::1]:dir", Host: "::1", Dir: "dir"}, "m"},
-		{[]string{"[::1]:", "m"}, Branch{Spec: "[::1]:", Host: "::1"}, "m"},
-		{[]string{"bob@[fe80::1%eth0]:/x", "m"}, Branch{Spec: "bob@[fe80::1%eth0]:/x", User: "bob", Host: "fe80::1%eth0", Dir: "/x"}, "m"},
-		{[]string{"10.0.0.1:/", "m"}, Branch{Spec: "10.0.0.1:/", Host: "10.0.0.1", Dir: "/"}, "m"},
+		{[]string{"host:", "m"}, Branch{Spec: "host:", Hosts: eps(Endpoint{Host: "host"})}, "m"},
+		{[]string{"host:dir/sub", "m"}, Branch{Spec: "host:dir/sub", Hosts: eps(Endpoint{Host: "host"}), Dir: "dir/sub"}, "m"},
+		{[]string{"alice@host:/srv", "m"}, Branch{Spec: "alice@host:/srv", Hosts: eps(Endpoint{User: "alice", Host: "host"}), Dir: "/srv"}, "m"},
+		{[]string{"a@corp@host:x", "m"}, Branch{Spec: "a@corp@host:x", Hosts: eps(Endpoint{User: "a@corp", Host: "host"}), Dir: "x"}, "m"},
+		{[]string{"host:/a@b:c", "m"}, Branch{Spec: "host:/a@b:c", Hosts: eps(Endpoint{Host: "host"}), Dir: "/a@b:c"}, "m"},
+		{[]string{"[::1]:dir", "m"}, Branch{Spec: "[::1]:dir", Hosts: eps(Endpoint{Host: "::1"}), Dir: "dir"}, "m"},
+		{[]string{"[::1]:", "m"}, Branch{Spec: "[::1]:", Hosts: eps(Endpoint{Host: "::1"})}, "m"},
+		{[]string{"bob@[fe80::1%eth0]:/x", "m"}, Branch{Spec: "bob@[fe80::1%eth0]:/x", Hosts: eps(Endpoint{User: "bob", Host: "fe80::1%eth0"}), Dir: "/x"}, "m"},
+		{[]string{"10.0.0.1:/", "m"}, Branch{Spec: "10.0.0.1:/", Hosts: eps(Endpoint{Host: "10.0.0.1"}), Dir: "/"}, "m"},
 		// mount.fuse3: source, mountpoint, then options.
-		{[]string{"h:/d", "/mnt/x", "-o", "rw,nosuid,nodev,allow_other"}, Branch{Spec: "h:/d", Host: "h", Dir: "/d"}, "/mnt/x"},
-		{[]string{"-o", "ro", "h:", "-p", "22", "m", "-f"}, Branch{Spec: "h:", Host: "h"}, "m"},
-		{[]string{"--", "h:", "-odd"}, Branch{Spec: "h:", Host: "h"}, "-odd"},
-		{[]string{"h:", "./a:b"}, Branch{Spec: "h:", Host: "h"}, "./a:b"},
+		{[]string{"h:/d", "/mnt/x", "-o", "rw,nosuid,nodev,allow_other"}, Branch{Spec: "h:/d", Hosts: eps(Endpoint{Host: "h"}), Dir: "/d"}, "/mnt/x"},
+		{[]string{"-o", "ro", "h:", "-p", "22", "m", "-f"}, Branch{Spec: "h:", Hosts: eps(Endpoint{Host: "h"})}, "m"},
+		{[]string{"--", "h:", "-odd"}, Branch{Spec: "h:", Hosts: eps(Endpoint{Host: "h"})}, "-odd"},
+		{[]string{"h:", "./a:b"}, Branch{Spec: "h:", Hosts: eps(Endpoint{Host: "h"})}, "./a:b"},
 	}
 	for _, tc := range cases {
 		c := parseOK(t, tc.args...)
-		if len(c.Branches) != 1 || c.Branches[0] != tc.want || c.Mountpoint != tc.mnt {
+		if len(c.Branches) != 1 || !reflect.DeepEqual(c.Branches[0], tc.want) || c.Mountpoint != tc.mnt {
 			t.Errorf("%q: got %+v %q, want %+v %q", tc.args, c.Branches, c.Mountpoint, tc.want, tc.mnt)
 		}
 	}
@@ -223,7 +226,6 @@ func TestErrors(t *testing.T) {
 		{nil, "missing [user@]host:[dir] and mountpoint arguments (see sshfsm --help)"},
 		{[]string{"h:/d"}, "missing mountpoint argument after h:/d"},
 		{[]string{"/mnt"}, "missing [user@]host:[dir] argument before mountpoint /mnt"},
-		{[]string{"a:", "b:", "m"}, "several remote directories (a: b:) are not supported yet"},
 		{[]string{"host", "m"}, `bad remote directory "host": expected [user@]host:[dir] (for the remote home directory: host:)`},
 		{[]string{"./a/b", "m"}, `bad remote directory "./a/b": expected [user@]host:[dir]`},
 		{[]string{"/mnt", "h:/d"}, "arguments in the wrong order: give [user@]host:[dir] first, then the mountpoint (sshfsm h:/d /mnt)"},
@@ -235,9 +237,6 @@ func TestErrors(t *testing.T) {
 		{[]string{"[10.0.0.1]:dir", "m"}, `not an IPv6 address inside [ ]`},
 		{[]string{"x[::1]:dir", "m"}, `expected [user@]host:[dir]`},
 		{[]string{"-oProxyCommand=x:", "m"}, `missing [user@]host:[dir] argument before mountpoint m`},
-		{[]string{"h1,h2:d", "m"}, "several hosts for one directory are not supported yet"},
-		{[]string{"web=h:d", "m"}, "named directories (NAME=host:dir) are not supported yet"},
-		{[]string{"h:d:ro", "m"}, "per-directory modes (:ro, :rw) are not supported yet"},
 		{[]string{"h:", ""}, "empty mountpoint argument"},
 		{[]string{"-x", "h:", "m"}, "unknown option -x (see sshfsm --help)"},
 		{[]string{"--foo", "h:", "m"}, "unknown option --foo"},

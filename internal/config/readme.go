@@ -20,7 +20,7 @@ func ReadmeOptions() string {
 	fmt.Fprintf(&b, "Usage: `%s`\n\n", usageLine)
 	b.WriteString("| Switch | Description |\n|---|---|\n")
 	for _, s := range Switches() {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", switchNames(s), md(s.Help))
+		fmt.Fprintf(&b, "| `%s` | %s |\n", md(switchNames(s)), md(s.Help))
 	}
 	for _, sec := range Sections() {
 		fmt.Fprintf(&b, "\n#### %s\n\n", sec.Title())
@@ -29,7 +29,7 @@ func ReadmeOptions() string {
 		}
 		b.WriteString("| Option | Default | Description |\n|---|---|---|\n")
 		for _, o := range optionsIn(sec) {
-			fmt.Fprintf(&b, "| `-o %s` | %s | %s |\n", optionNames(o), mdDefault(o), md(o.Help))
+			fmt.Fprintf(&b, "| `-o %s` | %s | %s |\n", md(optionNames(o)), mdDefault(o), md(o.Help))
 		}
 	}
 	writeSubcommandsReadme(&b)
@@ -40,26 +40,43 @@ func ReadmeOptions() string {
 	return b.String()
 }
 
-// UpdateReadme returns readme with the text between the markers replaced by
-// ReadmeOptions; without markers, an Options section holding them is
-// appended.
-func UpdateReadme(readme string) (string, error) {
-	body := ReadmeBegin + "\n" + ReadmeOptions() + ReadmeEnd
-	i := strings.Index(readme, ReadmeBegin)
-	j := strings.Index(readme, ReadmeEnd)
-	switch {
-	case i < 0 && j < 0:
-		if readme != "" && !strings.HasSuffix(readme, "\n") {
-			readme += "\n"
-		}
-		if readme != "" {
-			readme += "\n"
-		}
-		return readme + "## Options\n\n" + body + "\n", nil
-	case i < 0 || j < i:
-		return "", errors.New("README.md: options markers are out of order or one is missing")
+// readmeBlock is one generated part of README.md and the section that
+// holds it when README.md has no markers yet.
+type readmeBlock struct {
+	begin, end, body, section string
+}
+
+func readmeBlocks() []readmeBlock {
+	return []readmeBlock{
+		{ReadmeBegin, ReadmeEnd, ReadmeOptions(), "## Options"},
+		{ReadmeFileBegin, ReadmeFileEnd, ReadmeFile(), "## Several directories in one mountpoint"},
 	}
-	return readme[:i] + body + readme[j+len(ReadmeEnd):], nil
+}
+
+// UpdateReadme returns readme with the text between each pair of markers
+// replaced by what the declarations generate; a block without markers is
+// appended in a section of its own.
+func UpdateReadme(readme string) (string, error) {
+	for _, blk := range readmeBlocks() {
+		body := blk.begin + "\n" + blk.body + blk.end
+		i := strings.Index(readme, blk.begin)
+		j := strings.Index(readme, blk.end)
+		switch {
+		case i < 0 && j < 0:
+			if readme != "" && !strings.HasSuffix(readme, "\n") {
+				readme += "\n"
+			}
+			if readme != "" {
+				readme += "\n"
+			}
+			readme += blk.section + "\n\n" + body + "\n"
+		case i < 0 || j < i:
+			return "", errors.New("README.md: markers " + blk.begin + " and " + blk.end + " are out of order or one is missing")
+		default:
+			readme = readme[:i] + body + readme[j+len(blk.end):]
+		}
+	}
+	return readme, nil
 }
 
 func mdDefault(o Option) string {
