@@ -92,8 +92,7 @@ func (b *Bulk) Publish(dir string, ents []remote.DirEntry) {
 	d := b.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	lvl, ok := b.level(dir)
-	if b.ended || !ok {
+	if _, ok := b.level(dir); b.ended || !ok {
 		return
 	}
 	b.published[dir] = true
@@ -105,8 +104,7 @@ func (b *Bulk) Publish(dir string, ents []remote.DirEntry) {
 		return
 	}
 	d.storeLocked(dir, ents)
-	l := d.dirs[dir]
-	l.prefetched, l.bulk, l.edge = true, true, lvl >= b.depth
+	d.dirs[dir].prefetched = true
 }
 
 // End ends the bulk and every wait for it. complete says that it listed
@@ -237,19 +235,4 @@ func (d *Dirs) waitBulk(ctx context.Context, dir string) {
 	case <-w:
 	case <-ctx.Done():
 	}
-}
-
-// FromBulk reports whether the kept listing of dir was stored by a bulk
-// listing, and whether dir was at the bulk's deepest level (edge: its
-// subdirectories were not listed).
-func (d *Dirs) FromBulk(dir string) (bulk, edge bool) {
-	if !d.Enabled() {
-		return false, false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if l := d.dirs[dir]; l != nil {
-		return l.bulk, l.edge
-	}
-	return false, false
 }

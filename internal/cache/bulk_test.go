@@ -70,12 +70,6 @@ func TestBulkPublishes(t *testing.T) {
 	if _, st, _ := d.Lookup(context.Background(), "top/a", "x", countingFetch(&n)); st != Hit || n.Load() != 0 {
 		t.Fatalf("published listing: %v, %d fetches", st, n.Load())
 	}
-	if bulk, edge := d.FromBulk("top/a"); !bulk || !edge {
-		t.Errorf("top/a at the bulk's last level: bulk %v edge %v", bulk, edge)
-	}
-	if bulk, edge := d.FromBulk("top"); !bulk || edge {
-		t.Errorf("top: bulk %v edge %v", bulk, edge)
-	}
 	if !d.TakePrefetched("top/a") || d.TakePrefetched("top/a") {
 		t.Error("a published listing is prefetched until used once")
 	}

@@ -53,9 +53,6 @@ type listing struct {
 	names   map[string]entry
 	// prefetched: stored by Prefetch or a Bulk and not yet used by a reader.
 	prefetched bool
-	// bulk: stored by a Bulk; edge: at its deepest level, so its
-	// subdirectories were not listed with it.
-	bulk, edge bool
 }
 
 type entry struct {

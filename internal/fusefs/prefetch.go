@@ -2,9 +2,12 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
+	"sshfsm/internal/cache"
 	"sshfsm/internal/remote"
 )
 
@@ -19,6 +22,15 @@ import (
 // and never further than PrefetchDepth levels ahead of the walker. The
 // queue is a stack: what the last directory read revealed is what a
 // depth-first walk needs next.
+//
+// When the namespace can list a whole subtree in one request
+// (remote.TreeLister), a walk detected at a directory lists its
+// PrefetchDepth levels that way instead, publishing each directory's
+// listing as it completes (cache.Bulk): one remote command instead of an
+// OPENDIR, READDIRs and a CLOSE per directory. Its listings are prefetched
+// ones, so a walk reaching its deepest level starts the next bulk listing
+// there. A host that cannot list trees, or a listing that fails, falls
+// back to the listings above.
 const (
 	prefetchWorkers = 16   // listings in flight at once, mount-wide
 	prefetchQueue   = 4096 // directories waiting; more are left to the reader
@@ -31,6 +43,10 @@ type prefetcher struct {
 	mu      sync.Mutex
 	stack   []prefetchJob
 	workers int
+
+	// noBulk: the namespace cannot list trees; walks are prefetched
+	// directory by directory.
+	noBulk atomic.Bool
 }
 
 type prefetchJob struct {
@@ -43,6 +59,9 @@ func newPrefetcher(f *filesys) *prefetcher { return &prefetcher{f: f} }
 // read queues the subdirectories of dir, whose listing ents a reader or a
 // lookup just used; walking says the listing had been prefetched.
 func (p *prefetcher) read(dir string, ents []remote.DirEntry, walking bool) {
+	if walking && p.bulk(dir, ents) {
+		return
+	}
 	depth := 0
 	if !walking {
 		depth = p.f.opts.PrefetchDepth - 1
@@ -127,4 +146,51 @@ func (f *filesys) listAhead(ctx context.Context, dir string) ([]remote.DirEntry,
 		f.pre.read(dir, ents, false)
 	}
 	return ents, err
+}
+
+// bulk lists the PrefetchDepth levels below dir, where a walk was
+// detected, in one request unless a bulk listing already covers them. It
+// reports false when the namespace cannot list trees.
+func (p *prefetcher) bulk(dir string, ents []remote.DirEntry) bool {
+	tl, ok := p.f.ns.(remote.TreeLister)
+	if !ok || p.noBulk.Load() || !p.f.dirs.Enabled() || p.f.opts.PrefetchDepth <= 0 {
+		return false
+	}
+	if !hasSubdirs(ents) {
+		return true
+	}
+	b := p.f.dirs.StartBulk(dir, p.f.opts.PrefetchDepth)
+	if b != nil {
+		go p.runBulk(tl, b, dir, ents)
+	}
+	return true
+}
+
+// runBulk runs one bulk listing; if it fails, the walk at dir is
+// prefetched directory by directory.
+func (p *prefetcher) runBulk(tl remote.TreeLister, b *cache.Bulk, dir string, ents []remote.DirEntry) {
+	// No deadline of ours: the transport ends a listing whose remote
+	// stays silent, and closing the namespace ends it too.
+	err := tl.ListTree(context.Background(), b.Root(), b.Depth(), b.Publish)
+	b.End(err == nil)
+	switch {
+	case err == nil, errors.Is(err, remote.ErrTreeTruncated):
+		// Directories it did not reach are listed by their readers; a
+		// walk going on there starts another bulk listing.
+		return
+	case errors.Is(err, remote.ErrTreeUnsupported):
+		p.noBulk.Store(true)
+	default:
+		p.f.log.Debug("bulk listing failed; listing directory by directory", "dir", dir, "err", err)
+	}
+	p.subdirs(dir, ents, 0)
+}
+
+func hasSubdirs(ents []remote.DirEntry) bool {
+	for _, e := range ents {
+		if e.Attr.Mode&syscall.S_IFMT == syscall.S_IFDIR && e.Name != "." && e.Name != ".." {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,195 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/namespace"
+	"sshfsm/internal/testenv"
+	"sshfsm/internal/transport"
+)
+
+// mountSSH mounts th's directory through real ssh and returns the mount
+// and its host (for the request counters).
+func mountSSH(t *testing.T, th *testenv.Host, o Options) (*testMount, *transport.Host) {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := transport.Dial(ctx, transport.Options{Host: th.Alias, SSHArgs: th.SSHArgs(),
+		Dir: th.Dir, Conns: 2, Timeout: 10 * time.Second, Reconnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	tm := &testMount{dir: th.Dir, mnt: t.TempDir(), logs: &logBuf{}}
+	o.Logger = slog.New(slog.NewTextHandler(tm.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := Mount(tm.mnt, namespace.Single(h.Remote()), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
+	if err != nil {
+		t.Fatalf("Mount: %v", err)
+	}
+	tm.srv = srv
+	t.Cleanup(func() {
+		tm.unmount(t)
+		if t.Failed() {
+			t.Logf("filesystem log:\n%s", tm.logs)
+		}
+	})
+	return tm, h
+}
+
+// walkTree builds below root a tree of width directories of width
+// subdirectories of files, odd names among them, and a chain of
+// chainLen nested directories; it returns how many directories it made.
+func walkTree(t *testing.T, root string, width, chainLen int) int {
+	t.Helper()
+	odd := []string{"sp ace", "new\nline", "quo'te", `back\slash`, "non-utf8-\xff", "$(x)"}
+	dirs := 1
+	mk := func(p string) {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dirs++
+	}
+	for i := range width {
+		top := filepath.Join(root, fmt.Sprintf("d%02d %s", i, odd[i%len(odd)]))
+		mk(top)
+		for j := range width {
+			sub := filepath.Join(top, fmt.Sprintf("s%02d", j))
+			mk(sub)
+			for k := range 4 {
+				mustWrite(t, filepath.Join(sub, fmt.Sprintf("f%d%s", k, odd[(j+k)%len(odd)])), []byte(strings.Repeat("x", k)))
+			}
+		}
+		if err := os.Symlink("s00", filepath.Join(top, "link")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(filepath.Join(root, "empty"))
+	chain := root
+	for i := range chainLen {
+		chain = filepath.Join(chain, fmt.Sprintf("c%d", i))
+		mk(chain)
+		mustWrite(t, filepath.Join(chain, "leaf"), nil)
+	}
+	return dirs - 1
+}
+
+// findIn runs find in dir and returns its NUL-separated names, sorted.
+func findIn(t *testing.T, dir string) []string {
+	t.Helper()
+	cmd := exec.Command("find", ".", "-print0")
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("find in %s: %v: %s", dir, err, errb.String())
+	}
+	names := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	sort.Strings(names)
+	return names
+}
+
+// sameTree checks that find lists the same names in both directories and
+// that every entry has the same type, permissions, size, owner and mtime.
+func sameTree(t *testing.T, local, mounted string) int {
+	t.Helper()
+	want, got := findIn(t, local), findIn(t, mounted)
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Fatalf("find over the mount lists %d names, locally %d:\n got %q\nwant %q", len(got), len(want), got, want)
+	}
+	for _, n := range want {
+		var l, m syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(local, n), &l); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Lstat(filepath.Join(mounted, n), &m); err != nil {
+			t.Fatal(err)
+		}
+		if l.Mode != m.Mode || (l.Size != m.Size && l.Mode&syscall.S_IFMT != syscall.S_IFDIR) ||
+			l.Uid != m.Uid || l.Gid != m.Gid || l.Mtim.Sec != m.Mtim.Sec {
+			t.Errorf("%q: local mode %o size %d mtime %d, mounted mode %o size %d mtime %d",
+				n, l.Mode, l.Size, l.Mtim.Sec, m.Mode, m.Size, m.Mtim.Sec)
+		}
+	}
+	return len(want)
+}
+
+func walkOpts() Options {
+	o := defaultOpts()
+	o.PrefetchDepth = 6
+	return o
+}
+
+// A walk is listed by one remote command per PrefetchDepth levels instead
+// of a listing per directory.
+func TestBulkWalk(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	dirs := walkTree(t, filepath.Join(th.Dir, "proj"), 8, 9)
+	tm, h := mountSSH(t, th, walkOpts())
+	before := h.Stats().Requests
+	n := sameTree(t, filepath.Join(th.Dir, "proj"), tm.path("proj"))
+	after := h.Stats().Requests
+	execs := after["exec"] - before["exec"]
+	opendirs := after["OPENDIR"] - before["OPENDIR"]
+	t.Logf("%d names in %d directories: %d execs, %d OPENDIR, %d READDIR", n, dirs, execs, opendirs,
+		after["READDIR"]-before["READDIR"])
+	// One command for the tree and one below the chain's sixth level; the
+	// listings of the root and of proj, before the walk began.
+	if execs < 1 || execs > 3 || opendirs > 3 {
+		t.Errorf("%d execs and %d OPENDIR for %d directories", execs, opendirs, dirs)
+	}
+}
+
+// A single look lists one level ahead directory by directory, as before.
+func TestBulkNotForASingleLook(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	walkTree(t, th.Dir, 4, 0)
+	tm, h := mountSSH(t, th, walkOpts())
+	ents, err := os.ReadDir(tm.mnt)
+	if err != nil || len(ents) != 5 {
+		t.Fatalf("%d entries, %v", len(ents), err)
+	}
+	for _, e := range ents {
+		if _, err := e.Info(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the prefetch of the level below
+	if n := h.Stats().Requests["exec"]; n != 0 {
+		t.Errorf("a single look ran %d bulk listings", n)
+	}
+}
+
+// A host that runs no commands is walked directory by directory.
+func TestBulkFallback(t *testing.T) {
+	th, err := testenv.Start(testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer th.Close()
+	dirs := walkTree(t, filepath.Join(th.Dir, "proj"), 6, 9)
+	walkTree(t, filepath.Join(th.Dir, "more"), 3, 0)
+	tm, h := mountSSH(t, th, walkOpts())
+	sameTree(t, filepath.Join(th.Dir, "proj"), tm.path("proj"))
+	req := h.Stats().Requests
+	if req["exec"] != 1 || req["OPENDIR"] < uint64(dirs) {
+		t.Errorf("%d execs, %d OPENDIR for %d directories: want one try, then SFTP", req["exec"], req["OPENDIR"], dirs)
+	}
+	// The next walk does not try again.
+	sameTree(t, filepath.Join(th.Dir, "more"), tm.path("more"))
+	if n := h.Stats().Requests["exec"]; n != 1 {
+		t.Errorf("%d execs after a second walk", n)
+	}
+}
