@@ -158,7 +158,7 @@ func TestBulkSkipsChangedDirectories(t *testing.T) {
 	ch := lookupAsync(context.Background(), d, "a", "new", countingFetch(&n))
 	expectBlocked(t, ch)
 	d.Set("a", "new", remote.Attr{Size: 1}) // the mount created a/new
-	expectState(t, ch, Absent)             // its own fetch lists "fetched" only
+	expectState(t, ch, Absent)              // its own fetch lists "fetched" only
 	if n.Load() != 1 {
 		t.Errorf("%d fetches after the change, want 1", n.Load())
 	}

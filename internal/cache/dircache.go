@@ -42,7 +42,7 @@ type Dirs struct {
 	mu      sync.Mutex
 	dirs    map[string]*listing
 	flights map[string]*flight
-	stores  int // listings stored since the last sweep of expired ones
+	stores  int     // listings stored since the last sweep of expired ones
 	bulks   []*Bulk // running, and ended ones remembered (bulk.go)
 
 	count counters
