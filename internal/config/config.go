@@ -1,6 +1,14 @@
-// Package config turns sshfsm's command line into a typed Config; it holds the
-// one declaration of every option, from which parsing, --help, the man page
-// and the README option table are all produced.
+// Package config turns sshfsm's command line, and the config file it may
+// name, into a typed Config; it holds the one declaration of every option,
+// branch form and config file key, from which parsing, --help, the man page
+// and the README reference are all produced.
+//
+// The data model: a Config holds Branches in priority order. A Branch is a
+// union branch (Name "") or a graft (Name set), served by one Endpoint or by
+// several replicas, possibly ReadOnly. An Endpoint is one host with the
+// settings the config file gives that host alone (zero: the global ones in
+// Config.SSH); SSHArgs, PortOf and MaxConnsOf give what to run ssh with.
+// Errors are *Error, one line with the exit status (exit.go).
 package config
 
 import (

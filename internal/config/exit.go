@@ -29,7 +29,7 @@ type ExitCodeDoc struct {
 func ExitCodes() []ExitCodeDoc {
 	return []ExitCodeDoc{
 		{ExitOK, "success: the filesystem is mounted (or help, version or man page printed); with -f, it was unmounted cleanly"},
-		{ExitUsage, "usage error: unknown option, bad option value, bad [user@]host:[dir], missing argument"},
+		{ExitUsage, "usage error: unknown option, bad option value, bad branch, error in the config file, missing argument"},
 		{ExitMountpoint, "the mountpoint does not exist, is not a directory, or is already a mountpoint"},
 		{ExitConnect, "the host is unreachable, refused the connection, or ssh failed before the SFTP session started"},
 		{ExitAuth, "authentication failed or the host key could not be verified"},
