@@ -143,3 +143,51 @@ func TestSSHKeywordsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestExamplesParse: every sshfsm command of the man page's EXAMPLES is a
+// valid command line; "--config work" reads the documented example file.
+func TestExamplesParse(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	xdg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	if err := os.Mkdir(filepath.Join(xdg, "sshfsm"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(xdg, "sshfsm", "work.toml"), []byte(ExampleFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ex := range examples() {
+		args := strings.Fields(ex[0])
+		if args[0] != "sshfsm" {
+			continue
+		}
+		n++
+		if _, err := Parse(args[1:]); err != nil {
+			t.Errorf("example %q: %v", ex[0], err)
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d sshfsm examples, expected the man page to show at least 5", n)
+	}
+	// The README's hand-written examples of several branches too.
+	readme, err := os.ReadFile(repoFile("README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "## Several directories in one mountpoint\n")
+	sec, _, _ = strings.Cut(sec, ReadmeFileBegin)
+	n = 0
+	for _, l := range strings.Split(sec, "\n") {
+		cmd, _, _ := strings.Cut(l, "#")
+		if args := strings.Fields(cmd); len(args) > 0 && args[0] == "sshfsm" {
+			n++
+			if _, err := Parse(args[1:]); err != nil {
+				t.Errorf("README example %q: %v", l, err)
+			}
+		}
+	}
+	if !ok || n == 0 {
+		t.Error("README.md has no examples under \"Several directories in one mountpoint\"")
+	}
+}

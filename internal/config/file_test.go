@@ -299,11 +299,20 @@ func TestNamedConfig(t *testing.T) {
 			t.Errorf("XDG_CONFIG_HOME=%q: file %q, want under ~/.config", x, c.File)
 		}
 	}
+	// A config's name given as a branch: the message says how to mount it.
+	_, err := Parse([]string{"work", "/m"})
+	if want := `bad remote directory "work": expected [user@]host:[dir] (for the remote home directory: work:); ` +
+		"to mount what ~/.config/sshfsm/work.toml describes: sshfsm --config work"; err == nil || err.Error() != want {
+		t.Errorf("config name as a branch: %v\nwant %s", err, want)
+	}
+	if _, err := Parse([]string{"nope", "/m"}); err == nil || strings.Contains(err.Error(), "--config") {
+		t.Errorf("no config named nope: %v", err)
+	}
 	// Messages show the home directory as ~.
 	if err := os.WriteFile(home+"/.config/sshfsm/bad.toml", []byte("\n[[branch]]\nhots = 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Parse([]string{"--config", "bad", "/m"})
+	_, err = Parse([]string{"--config", "bad", "/m"})
 	if want := "~/.config/sshfsm/bad.toml:3: branch[1].hots: unknown key"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error %v, want it to start with %q", err, want)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 )
 
@@ -245,7 +246,7 @@ func setPositional(c *Config, pos []string) error {
 	for _, spec := range pos[:len(pos)-1] {
 		b, err := ParseBranch(spec)
 		if err != nil {
-			return err
+			return withConfigHint(err, spec)
 		}
 		c.Branches = append(c.Branches, b)
 	}
@@ -257,6 +258,19 @@ func setPositional(c *Config, pos []string) error {
 		return Errorf(ExitUsage, "empty mountpoint argument")
 	}
 	return nil
+}
+
+// withConfigHint adds to the error about a branch without ':' that a
+// config file of that name exists, for "sshfsm work ~/mnt".
+func withConfigHint(err error, spec string) error {
+	if strings.ContainsAny(spec, ":/") {
+		return err
+	}
+	path, shown, perr := configPath(spec)
+	if fi, serr := os.Stat(path); perr != nil || serr != nil || fi.IsDir() {
+		return err
+	}
+	return Errorf(ExitUsage, "%v; to mount what %s describes: sshfsm %s %s", err, shown, configSwitch, spec)
 }
 
 // setFileMountpoint takes the mountpoint from the command line, which may
