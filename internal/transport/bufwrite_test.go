@@ -32,14 +32,14 @@ func TestWriteAtOwnedReleasesOnce(t *testing.T) {
 		t.Fatalf("done called %d times after an answered write, want 1", done.Load())
 	}
 
-	// A write whose wait ends before the answer: done only once the
-	// request is answered.
+	// A write through pkg/sftp (larger than one packet here) whose wait
+	// ends before the answer: done only once the request is answered.
 	s := ts.stream(0)
 	s.hold()
 	var late atomic.Int32
 	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
 	defer cancel()
-	_, err = bw.WriteAtOwned(ctx, []byte("yy"), 0, func() { late.Add(1) })
+	_, err = bw.WriteAtOwned(ctx, bytes.Repeat([]byte("y"), 100000), 0, func() { late.Add(1) })
 	if err == nil {
 		t.Fatal("write through a held stream succeeded within 200ms")
 	}

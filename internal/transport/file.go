@@ -395,7 +395,38 @@ func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int,
 	return got, nil
 }
 
-var errNoRaw = errors.New("handle string unknown")
+// errNoRaw: the request cannot go past pkg/sftp (handle string unknown,
+// or larger than one packet).
+var errNoRaw = errors.New("request not sent past pkg/sftp")
+
+// writeRaw sends one WRITE past pkg/sftp, on a live handle, re-opening the
+// file after a transport failure.
+func (f *file) writeRaw(ctx context.Context, data []byte, off int64) error {
+	dctx, cancel := f.h.withDeadline(ctx)
+	defer cancel()
+	for {
+		c, _, err := f.acquire(dctx)
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		raw, ok := f.raws[c]
+		f.mu.Unlock()
+		if !ok || len(data) > c.maxPacket {
+			c.unbegin()
+			return errNoRaw
+		}
+		err = f.h.rawWrite(dctx, c, raw, data, off)
+		switch {
+		case err == nil || isAnswer(err) || gaveUp(err):
+			return err
+		case errors.Is(err, os.ErrClosed):
+			return err
+		}
+		c.kill(err)
+		f.drop(c)
+	}
+}
 
 // readRaw sends one READ past pkg/sftp, on a live handle, re-opening the
 // file after a transport failure; a short read is not an error.
@@ -464,13 +495,16 @@ func (f *file) writeAt(ctx context.Context, l *lease, n int, off int64) (int, er
 	f.mu.Lock()
 	f.sentEnd = max(f.sentEnd, end)
 	f.mu.Unlock()
-	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
-		_, err := sf.WriteAt(l.b[:n], off)
-		if err == nil {
-			c.stats.bytesWrite.Add(uint64(n))
-		}
-		return err
-	})
+	err := f.writeRaw(ctx, l.b[:n], off)
+	if errors.Is(err, errNoRaw) {
+		err = f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
+			_, err := sf.WriteAt(l.b[:n], off)
+			if err == nil {
+				c.stats.bytesWrite.Add(uint64(n))
+			}
+			return err
+		})
+	}
 	if err != nil {
 		if isFailure(err) {
 			err = hostRemote{f.h}.probe(ctx, f.name, err, probeSpace)

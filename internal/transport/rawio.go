@@ -15,19 +15,20 @@ import (
 	"github.com/pkg/sftp"
 )
 
-// Reads that fit one request are sent past pkg/sftp: the READ packet is
-// written into the session by the caller's goroutine, and the session's
-// reader (wire.go) recognises the answer by its request id and reads the
-// data straight into the caller's buffer. pkg/sftp would run the request on
-// a worker goroutine, allocate a buffer for every answer and copy it once
-// more, which at tens of thousands of small reads a second was most of the
-// daemon's CPU. The request ids of these reads are kept 2^31 away from
+// Reads and writes that fit one request are sent past pkg/sftp: the READ or
+// WRITE packet is written into the session by the caller's goroutine, and
+// the session's reader (wire.go) recognises the answer by its request id and
+// reads the data straight into the caller's buffer. pkg/sftp would run the
+// request on a worker goroutine, allocate a buffer for every answer and copy
+// it once more, which at tens of thousands of small reads a second was most
+// of the daemon's CPU. The request ids of these reads are kept 2^31 away from
 // pkg/sftp's own, which count up by one per request: a request of either
 // kind is answered (or its session recycled) long before the other kind's
 // ids could reach it.
 
 const (
 	fxpRead   = 5
+	fxpWrite  = 6
 	fxpStatus = 101
 	fxpData   = 103
 )
@@ -45,11 +46,12 @@ type rawReads struct {
 
 func newRawReads() *rawReads { return &rawReads{reqs: map[uint32]*rawReq{}} }
 
-// rawReq is one READ: dest lies in l, which the request holds until it is
-// answered, so that a caller that gave up never sees its memory written.
+// rawReq is one READ or WRITE. A READ's dest lies in l, which the request
+// holds until it is answered, so that a caller that gave up never sees its
+// memory written; a WRITE has neither (its data is in the pipe once sent).
 type rawReq struct {
 	dest     []byte
-	l        *lease
+	l        *lease // nil for a WRITE
 	n        int
 	err      error
 	finished atomic.Bool
@@ -106,7 +108,9 @@ func (r *rawReads) fail(err error) {
 func (q *rawReq) finish(n int, err error) {
 	q.n, q.err = n, err
 	q.finished.Store(true)
-	q.l.release()
+	if q.l != nil {
+		q.l.release()
+	}
 	close(q.done)
 }
 
@@ -139,12 +143,54 @@ func (h *Host) rawReadOn(ctx context.Context, c *channel, handle string, l *leas
 	}
 	var buf [64]byte
 	pkt := readPacket(buf[:0], id, handle, off, len(dest))
-	if err := c.wire.inject(pkt); err != nil {
+	if err := c.wire.inject(pkt, nil); err != nil {
 		if c.raw.take(id) != nil {
 			q.finish(0, err)
 		}
 		return 0, err
 	}
+	return h.rawWait(ctx, c, q, start)
+}
+
+// rawWrite writes data at off of the file whose handle is handle with one
+// WRITE request, counted on c (begun by the caller, ended here).
+func (h *Host) rawWrite(ctx context.Context, c *channel, handle string, data []byte, off int64) error {
+	start := time.Now()
+	err := h.rawWriteOn(ctx, c, handle, data, off, start)
+	if gaveUp(err) {
+		c.end(start, nil)
+	} else {
+		c.end(start, err)
+	}
+	if err == nil {
+		c.stats.bytesWrite.Add(uint64(len(data)))
+	}
+	return err
+}
+
+func (h *Host) rawWriteOn(ctx context.Context, c *channel, handle string, data []byte, off int64, start time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q := &rawReq{done: make(chan struct{})}
+	id, err := c.raw.add(q)
+	if err != nil {
+		return err
+	}
+	var buf [64]byte
+	hdr := writeHeader(buf[:0], id, handle, off, len(data))
+	if err := c.wire.inject(hdr, data); err != nil {
+		if c.raw.take(id) != nil {
+			q.finish(0, err)
+		}
+		return err
+	}
+	_, err = h.rawWait(ctx, c, q, start)
+	return err
+}
+
+// rawWait waits for q's answer or for ctx.
+func (h *Host) rawWait(ctx context.Context, c *channel, q *rawReq, start time.Time) (int, error) {
 	select {
 	case <-q.done:
 		return q.n, q.err
@@ -176,6 +222,17 @@ func readPacket(b []byte, id uint32, handle string, off int64, n int) []byte {
 	return binary.BigEndian.AppendUint32(b, uint32(n))
 }
 
+// writeHeader appends an SSH_FXP_WRITE packet up to its data to b.
+func writeHeader(b []byte, id uint32, handle string, off int64, n int) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(1+4+4+len(handle)+8+4+n))
+	b = append(b, fxpWrite)
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(handle)))
+	b = append(b, handle...)
+	b = binary.BigEndian.AppendUint64(b, uint64(off))
+	return binary.BigEndian.AppendUint32(b, uint32(n))
+}
+
 // errProtocol marks an answer that breaks the SFTP protocol.
 var errProtocol = errors.New("malformed sftp answer")
 
@@ -185,7 +242,7 @@ func deliver(r io.Reader, q *rawReq, typ byte, rest int) error {
 	var small [4]byte
 	switch typ {
 	case fxpData:
-		if rest < 4 {
+		if q.l == nil || rest < 4 {
 			return errProtocol
 		}
 		if _, err := io.ReadFull(r, small[:]); err != nil {

@@ -55,3 +55,33 @@ func TestRawReads(t *testing.T) {
 		t.Fatal("read after close succeeded")
 	}
 }
+
+// Writes of one packet go past pkg/sftp and land where they should;
+// larger ones take pkg/sftp's path; both are counted as WRITE requests.
+func TestRawWrites(t *testing.T) {
+	h, _, dir := dialTest(t, 2, nil)
+	f, err := h.Remote().Open(bg, "w", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 300_000)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	before := h.Stats().Requests["WRITE"]
+	for _, c := range []struct{ off, n int }{{0, 4096}, {4096, 20000}, {24096, 200000}, {224096, 75904}} {
+		if n, err := f.WriteAt(bg, want[c.off:c.off+c.n], int64(c.off)); n != c.n || err != nil {
+			t.Fatalf("write %d at %d: %d %v", c.n, c.off, n, err)
+		}
+	}
+	if err := f.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "w"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("file differs (%d bytes, %v)", len(got), err)
+	}
+	if n := h.Stats().Requests["WRITE"] - before; n < 4 {
+		t.Fatalf("%d WRITE requests counted, want at least 4", n)
+	}
+}

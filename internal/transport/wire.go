@@ -122,16 +122,28 @@ func (c *wireWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// inject writes one whole packet of our own. Pieces of a pkg/sftp packet
-// held back are not on the wire yet, so the packet never splits one.
-func (c *wireWriter) inject(pkt []byte) error {
+// inject writes one whole packet of our own, hdr then data. Pieces of a
+// pkg/sftp packet held back are not on the wire yet, so the packet never
+// splits one.
+func (c *wireWriter) inject(hdr, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := c.w.Write(pkt); err != nil {
+	var err error
+	switch {
+	case len(data) == 0:
+		_, err = c.w.Write(hdr)
+	case c.fd != nil:
+		err = c.writev(hdr, data)
+	default:
+		if _, err = c.w.Write(hdr); err == nil {
+			_, err = c.w.Write(data)
+		}
+	}
+	if err != nil {
 		return err
 	}
-	c.h.wireOut.Add(uint64(len(pkt)))
-	c.h.reqs.count(pkt[4:])
+	c.h.wireOut.Add(uint64(len(hdr) + len(data)))
+	c.h.reqs.count(hdr[4:])
 	return nil
 }
 
