@@ -23,18 +23,21 @@ type Bulk struct {
 	depth int
 
 	// Guarded by d.mu.
-	ended     bool
-	remember  bool            // ended having covered its range
-	expires   time.Time       // once ended: remembered until then
-	published map[string]bool // directories stored (or passed over)
+	ended    bool
+	remember bool      // ended, and remembered for what it listed
+	expires  time.Time // once ended: remembered until then
+	// published holds the directories the bulk has gone through: stored,
+	// or passed over (unreadable, changed by the mount). Their subtrees
+	// within its range are done too (children come first).
+	published map[string]bool
 	dirty     map[string]bool // directories the mount changed meanwhile
 	dirtyTree []string        // trees the mount dropped meanwhile
 	waiters   map[string]chan struct{}
 }
 
 // StartBulk registers a bulk listing of root, depth levels deep, unless a
-// bulk running or recently completed already lists the subdirectories of
-// root: then it returns nil and nothing needs to be listed.
+// running bulk lists the subdirectories of root or a recent one listed
+// them: then it returns nil and nothing needs to be listed.
 func (d *Dirs) StartBulk(root string, depth int) *Bulk {
 	if !d.Enabled() {
 		return nil
@@ -43,7 +46,7 @@ func (d *Dirs) StartBulk(root string, depth int) *Bulk {
 	defer d.mu.Unlock()
 	d.sweepBulksLocked()
 	for _, b := range d.bulks {
-		if lvl, ok := b.level(root); ok && lvl < b.depth {
+		if lvl, ok := b.level(root); ok && lvl < b.depth && (!b.ended || b.published[root]) {
 			return nil
 		}
 	}
@@ -107,24 +110,25 @@ func (b *Bulk) Publish(dir string, ents []remote.DirEntry) {
 	d.dirs[dir].prefetched = true
 }
 
-// End ends the bulk and every wait for it. complete says that it listed
-// its whole range (it did not fail or stop early): then it is remembered
-// as covering its range for as long as its listings live.
-func (b *Bulk) End(complete bool) {
+// End ends the bulk and every wait for it. remember keeps what it went
+// through (a listing that ended well, or stopped at its size limit) for
+// as long as its listings live, so that walks there start no other bulk.
+func (b *Bulk) End(remember bool) {
 	d := b.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if b.ended {
 		return
 	}
-	b.ended, b.remember = true, complete
+	b.ended, b.remember = true, remember
 	b.expires = d.now().Add(d.ttl)
 	for dir, w := range b.waiters {
 		close(w)
 		delete(b.waiters, dir)
 	}
-	b.published, b.dirty, b.dirtyTree = nil, nil, nil
-	if !complete {
+	b.dirty, b.dirtyTree = nil, nil
+	if !remember {
+		b.published = nil
 		d.sweepBulksLocked()
 	}
 }

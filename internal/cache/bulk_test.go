@@ -226,9 +226,13 @@ func TestStartBulkCoverage(t *testing.T) {
 	if d.StartBulk("s", 2) == nil {
 		t.Error("a bulk covers a directory outside its range")
 	}
-	b.End(true)
+	b.Publish("r/a", ents())
+	b.End(true) // stopped before r/b and r: at its size limit
 	if d.StartBulk("r/a", 1) != nil {
-		t.Error("a completed bulk is not remembered")
+		t.Error("an ended bulk is not remembered for what it listed")
+	}
+	if d.StartBulk("r/b", 1) == nil {
+		t.Error("an ended bulk covers a directory it did not reach")
 	}
 	c.add(2 * time.Minute)
 	if d.StartBulk("r/a", 1) == nil {

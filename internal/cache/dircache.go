@@ -6,7 +6,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,6 +50,10 @@ type Dirs struct {
 type listing struct {
 	expires time.Time
 	names   map[string]entry
+	// order lists the names in the order the remote listed them, then
+	// those the mount added: readers walk a directory in the order a
+	// bulk listing (remote find) produces it, so they follow it closely.
+	order []string
 	// prefetched: stored by Prefetch or a Bulk and not yet used by a reader.
 	prefetched bool
 }
@@ -58,6 +61,7 @@ type listing struct {
 type entry struct {
 	attr  remote.Attr
 	stale bool // present or not, attributes unknown: ask the remote
+	gone  bool // removed by the mount (kept so that order holds names once)
 }
 
 // flight is one listing being fetched; lookups in the same directory wait
@@ -107,7 +111,7 @@ func (d *Dirs) peekLocked(dir, name string) (remote.Attr, State) {
 	}
 	e, ok := l.names[name]
 	switch {
-	case !ok:
+	case !ok || e.gone:
 		return remote.Attr{}, Absent
 	case e.stale:
 		return remote.Attr{}, Unknown
@@ -115,8 +119,9 @@ func (d *Dirs) peekLocked(dir, name string) (remote.Attr, State) {
 	return e.attr, Hit
 }
 
-// List returns the fresh listing of dir, sorted by name, when every entry
-// in it is known; otherwise ok is false and the caller lists the remote.
+// List returns the fresh listing of dir, in the remote's order, when every
+// entry in it is known; otherwise ok is false and the caller lists the
+// remote.
 func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 	if !d.Enabled() {
 		return nil, false
@@ -127,14 +132,15 @@ func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 	if l == nil || !d.now().Before(l.expires) {
 		return nil, false
 	}
-	ents = make([]remote.DirEntry, 0, len(l.names))
-	for name, e := range l.names {
-		if e.stale {
+	ents = make([]remote.DirEntry, 0, len(l.order))
+	for _, name := range l.order {
+		switch e := l.names[name]; {
+		case e.stale:
 			return nil, false
+		case !e.gone:
+			ents = append(ents, remote.DirEntry{Name: name, Attr: e.attr})
 		}
-		ents = append(ents, remote.DirEntry{Name: name, Attr: e.attr})
 	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 	d.count.listingHits.Add(1)
 	return ents, true
 }
@@ -274,13 +280,15 @@ func (d *Dirs) storeLocked(dir string, ents []remote.DirEntry) {
 		}
 	}
 	names := make(map[string]entry, len(ents))
+	order := make([]string, 0, len(ents))
 	for _, e := range ents {
-		if e.Name == "." || e.Name == ".." {
+		if _, dup := names[e.Name]; dup || e.Name == "." || e.Name == ".." {
 			continue
 		}
 		names[e.Name] = entry{attr: e.Attr}
+		order = append(order, e.Name)
 	}
-	d.dirs[dir] = &listing{expires: d.now().Add(d.ttl), names: names}
+	d.dirs[dir] = &listing{expires: d.now().Add(d.ttl), names: names, order: order}
 }
 
 // touchLocked marks a running fetch of dir as raced and returns the
@@ -313,7 +321,7 @@ func (d *Dirs) Set(dir, name string, a remote.Attr) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if l := d.touchLocked(dir); l != nil {
-		l.names[name] = entry{attr: a}
+		l.put(name, entry{attr: a})
 	}
 }
 
@@ -325,7 +333,7 @@ func (d *Dirs) Forget(dir, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if l := d.touchLocked(dir); l != nil {
-		l.names[name] = entry{stale: true}
+		l.put(name, entry{stale: true})
 	}
 }
 
@@ -337,7 +345,9 @@ func (d *Dirs) Remove(dir, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if l := d.touchLocked(dir); l != nil {
-		delete(l.names, name)
+		if _, ok := l.names[name]; ok {
+			l.names[name] = entry{gone: true}
+		}
 	}
 }
 
@@ -360,4 +370,12 @@ func (d *Dirs) DropTree(dir string) {
 			delete(d.dirs, p)
 		}
 	}
+}
+
+// put sets the entry of name, appending a new name to the order.
+func (l *listing) put(name string, e entry) {
+	if _, ok := l.names[name]; !ok {
+		l.order = append(l.order, name)
+	}
+	l.names[name] = e
 }

@@ -43,8 +43,9 @@ type execState struct {
 	dir  string       // execPrivate: the 0700 directory of the control sockets
 	gen  atomic.Int64 // socket names handed out
 	// noTree: the host cannot list trees (no command execution, no GNU
-	// find); remembered so that it is not asked again.
-	noTree atomic.Bool
+	// find); remembered so that it is not asked again. gnuFind: a tree
+	// listing worked, find need not be checked again.
+	noTree, gnuFind atomic.Bool
 }
 
 // ErrNoExec is the error of Exec on a host reached without ssh.

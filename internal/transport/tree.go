@@ -37,11 +37,14 @@ const treeMaxEntries = 200_000
 const treeFormat = `\001%y %m %s %U %G %A@ %T@ %P\000`
 
 // treeCommand is the sh command listing the tree at abs, depth levels of
-// directories below it.
-func treeCommand(abs string, depth int) string {
-	return "echo " + treeMarker + " && cd -- " + shellQuote(abs) +
-		" && { find . -maxdepth 0 -printf '' || exit " + strconv.Itoa(treeNoFind) + "; }" +
-		" && exec find . -mindepth 1 -maxdepth " + strconv.Itoa(depth+1) +
+// directories below it. probe first checks that find is GNU find (whose
+// errors would otherwise arrive in the stream).
+func treeCommand(abs string, depth int, probe bool) string {
+	cmd := "echo " + treeMarker + " && cd -- " + shellQuote(abs)
+	if probe {
+		cmd += " && { find . -maxdepth 0 -printf '' || exit " + strconv.Itoa(treeNoFind) + "; }"
+	}
+	return cmd + " && exec find . -mindepth 1 -maxdepth " + strconv.Itoa(depth+1) +
 		" -printf '" + treeFormat + "' 2>&1"
 }
 
@@ -65,7 +68,7 @@ func (h *Host) listTree(ctx context.Context, dir string, depth int, fn func(stri
 		depth = 0
 	}
 	p := newTreeParser(dir, depth, treeMaxEntries, fn)
-	err := h.Exec(ctx, treeCommand(h.abs(dir), depth), p.read)
+	err := h.Exec(ctx, treeCommand(h.abs(dir), depth, !h.x.gnuFind.Load()), p.read)
 	var ee *ExecError
 	switch {
 	case errors.Is(err, remote.ErrTreeTruncated):
@@ -83,6 +86,7 @@ func (h *Host) listTree(ctx context.Context, dir string, depth int, fn func(stri
 	case err != nil:
 		return err
 	}
+	h.x.gnuFind.Store(true)
 	p.finish()
 	return nil
 }

@@ -296,7 +296,7 @@ func TestListTreeWithoutGNUFind(t *testing.T) {
 	h := dialSSH(t, th, nil)
 	// The listing command, run with the fake find first in PATH.
 	p := newTreeParser("", 1, 10, func(string, []remote.DirEntry) { t.Error("reported a listing") })
-	err := h.Exec(bg, "PATH="+shellQuote(bin)+":$PATH; export PATH; "+treeCommand(h.Root(), 1), p.read)
+	err := h.Exec(bg, "PATH="+shellQuote(bin)+":$PATH; export PATH; "+treeCommand(h.Root(), 1, true), p.read)
 	var ee *ExecError
 	if !errors.As(err, &ee) || ee.Status != treeNoFind || !p.marked {
 		t.Fatalf("got %v (marker %v)", err, p.marked)
