@@ -259,7 +259,10 @@ func (f *file) openChecked(ctx context.Context, c *channel) (*sftp.File, error) 
 			f.h.bg(c, sf.Close)
 		}
 	})
-	return sf, err
+	if err != nil {
+		return nil, err // sf may still be written by the abandoned request
+	}
+	return sf, nil
 }
 
 // verify applies the re-open rule (see file).

@@ -92,7 +92,10 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 			c.stats.bytesRead.Add(uint64(n))
 			return err
 		}, func(bool) { l.release() })
-		if err == nil || isAnswer(err) || gaveUp(err) {
+		if gaveUp(err) {
+			return 0, err // n may still be written by the abandoned request
+		}
+		if err == nil || isAnswer(err) {
 			return n, err
 		}
 		c.kill(err)
@@ -108,6 +111,9 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 		c.stats.bytesRead.Add(uint64(n))
 		return err
 	})
+	if err != nil && err != io.EOF && !isAnswer(err) {
+		return 0, err // n may still be written by an abandoned request
+	}
 	return n, err
 }
 
