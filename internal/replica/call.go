@@ -7,43 +7,59 @@ import (
 	"time"
 )
 
-// latencyBase is added to each member's measured latency when weighing
-// load: below it (loopback, one LAN) members count as equally fast and the
-// work in flight decides; above it the faster member gets more.
-const latencyBase = 500 * time.Microsecond
+// latencyTolerance: a member counts as slower than the fastest one only
+// when its smoothed latency is more than this many times the fastest's.
+// Below it (loopback, one LAN, scheduling noise on a busy client) the work
+// in flight alone decides; above it (a distant gateway) the slower member
+// gets proportionally less.
+const latencyTolerance = 2
 
-// smallIO is the largest read or write whose duration feeds the latency
-// estimate; bigger ones measure bandwidth, not latency.
-const smallIO = 64 << 10
+// load is m's work: calls in flight and open files.
+func (m *member) load() float64 { return float64(m.inflight.Load() + m.handles.Load() + 1) }
 
-// score is m's expected cost for one more call: work in flight and open
-// files, times the smoothed latency.
-func (m *member) score() float64 {
-	load := m.inflight.Load() + m.handles.Load() + 1
-	return float64(load) * float64(time.Duration(m.ewma.Load())+latencyBase)
-}
-
-// pickRead returns the usable member with the lowest score, skipping those
-// in tried; nil if none.
+// pickRead returns the usable member with the lowest expected cost, skipping
+// those in tried; nil if none. The cost is the member's load times its
+// latency relative to the fastest member's (see latencyTolerance). The
+// latency comes from the periodic probes only, which every member answers
+// under the same conditions; the durations of ordinary calls would mostly
+// measure what was asked and go stale on an idle member.
+// The pick is counted as the member's work at once (the caller runs it
+// with call), so that concurrent picks see each other.
 func (s *Set) pickRead(tried uint64) *member {
+	s.pickMu.Lock()
+	defer s.pickMu.Unlock()
+	var fastest int64
+	for _, m := range s.members {
+		if l := m.ewma.Load(); tried&(1<<m.idx) == 0 && l > 0 && (fastest == 0 || l < fastest) {
+			fastest = l
+		}
+	}
 	var best *member
 	var bestScore float64
 	for _, m := range s.members {
 		if tried&(1<<m.idx) != 0 || !m.usable() {
 			continue
 		}
-		if sc := m.score(); best == nil || sc < bestScore {
+		sc := m.load()
+		if l := m.ewma.Load(); fastest > 0 && l > latencyTolerance*fastest {
+			sc *= float64(l) / float64(fastest)
+		}
+		if best == nil || sc < bestScore {
 			best, bestScore = m, sc
 		}
+	}
+	if best != nil {
+		best.inflight.Add(1)
 	}
 	return best
 }
 
 // pickPrimary returns the first usable member in the given order, skipping
-// those in tried; nil if none.
+// those in tried, counted as pickRead's; nil if none.
 func (s *Set) pickPrimary(tried uint64) *member {
 	for _, m := range s.members {
 		if tried&(1<<m.idx) == 0 && m.usable() {
+			m.inflight.Add(1)
 			return m
 		}
 	}
@@ -62,9 +78,15 @@ const (
 	mutation
 )
 
-// do runs fn against m, counting it as m's work and measuring it. small
-// says whether its duration is a latency sample.
-func (s *Set) do(ctx context.Context, m *member, k callKind, small bool, fn func(context.Context) error) error {
+// do runs fn against m, counting it as m's work.
+func (s *Set) do(ctx context.Context, m *member, k callKind, fn func(context.Context) error) error {
+	m.inflight.Add(1)
+	return s.call(ctx, m, k, fn)
+}
+
+// call runs fn against m, whose inflight count includes it already.
+func (s *Set) call(ctx context.Context, m *member, k callKind, fn func(context.Context) error) error {
+	defer m.inflight.Add(-1)
 	cctx, cancel := ctx, context.CancelFunc(nil)
 	if s.o.Timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, s.o.Timeout)
@@ -77,28 +99,22 @@ func (s *Set) do(ctx context.Context, m *member, k callKind, small bool, fn func
 	if k == idempotent {
 		defer context.AfterFunc(m.epochCtx(), cancel)()
 	}
-	m.inflight.Add(1)
-	start := time.Now()
 	err := fn(cctx)
-	m.inflight.Add(-1)
 	m.requests.Add(1)
-	switch {
-	case connLevel(ctx, err):
+	if connLevel(ctx, err) {
 		m.errors.Add(1)
-	case small && ctx.Err() == nil:
-		m.sample(time.Since(start))
 	}
 	return err
 }
 
-// sample folds one latency into m's moving average (weight 1/8).
+// sample folds one probe's latency into m's moving average (weight 1/4).
 func (m *member) sample(d time.Duration) {
 	old := m.ewma.Load()
 	if old == 0 {
 		m.ewma.Store(int64(d))
 		return
 	}
-	m.ewma.Store(old + (int64(d)-old)/8)
+	m.ewma.Store(old + (int64(d)-old)/4)
 }
 
 // read runs a read-only call on the best healthy member, moving to another
@@ -112,7 +128,7 @@ func (s *Set) read(ctx context.Context, op, p string, fn func(context.Context, *
 			return s.noMember(ctx, op, p, last)
 		}
 		tried |= 1 << m.idx
-		err := s.do(ctx, m, idempotent, true, func(ctx context.Context) error { return fn(ctx, m) })
+		err := s.call(ctx, m, idempotent, func(ctx context.Context) error { return fn(ctx, m) })
 		if !connLevel(ctx, err) {
 			return err
 		}
@@ -135,7 +151,7 @@ func (s *Set) write(ctx context.Context, op, p string, fn func(ctx context.Conte
 		}
 		tried |= 1 << m.idx
 		again := resent
-		err := s.do(ctx, m, mutation, true, func(ctx context.Context) error { return fn(ctx, m, again) })
+		err := s.call(ctx, m, mutation, func(ctx context.Context) error { return fn(ctx, m, again) })
 		if !connLevel(ctx, err) {
 			return err
 		}

@@ -238,7 +238,12 @@ func newSet(t *testing.T, n int, o Options) (*Set, []*faulty, string) {
 // waitState waits until member i is in service (want) or taken out.
 func waitState(t *testing.T, s *Set, i int, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	waitStateFor(t, s, i, want, 5*time.Second)
+}
+
+func waitStateFor(t *testing.T, s *Set, i int, want bool, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for s.members[i].up.Load() != want || s.Stats()[i].Up != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("member %d: Up did not become %v: %+v", i, want, s.Stats()[i])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -60,13 +61,17 @@ func (s *Set) Open(ctx context.Context, p string, flags int, perm uint32) (remot
 	if f.write || flags&reopenMask != 0 {
 		err = s.write(ctx, "open", p, func(ctx context.Context, mm *member, resent bool) (err error) {
 			m = mm
-			rf, err = openOn(ctx, mm, p, flags, perm, resent)
+			if rf, err = openOn(ctx, mm, p, flags, perm, resent); err == nil {
+				mm.handles.Add(1) // before the open stops counting as work
+			}
 			return err
 		})
 	} else {
 		err = s.read(ctx, "open", p, func(ctx context.Context, mm *member) (err error) {
 			m = mm
-			rf, err = mm.r.Open(ctx, p, flags, perm)
+			if rf, err = mm.r.Open(ctx, p, flags, perm); err == nil {
+				mm.handles.Add(1)
+			}
 			return err
 		})
 	}
@@ -74,7 +79,6 @@ func (s *Set) Open(ctx context.Context, p string, flags int, perm uint32) (remot
 		return nil, err
 	}
 	f.m, f.rf = m, rf
-	m.handles.Add(1)
 	go f.learn(rf)
 	return f, nil
 }
@@ -158,7 +162,10 @@ func (f *file) move(ctx context.Context, gen uint64, failed *member, cause error
 	}
 	defer func() { <-f.sem }()
 	f.mu.Lock()
-	if f.broken != nil || f.gen != gen && f.rf != nil && f.m.usable() {
+	// Done meanwhile: by a concurrent move (failed != nil: a newer handle),
+	// or by the move that acquire found under way (failed == nil).
+	done := f.rf != nil && f.m.usable() && (f.gen != gen || failed == nil)
+	if f.broken != nil || done {
 		defer f.mu.Unlock()
 		return f.broken
 	}
@@ -180,7 +187,6 @@ func (f *file) move(ctx context.Context, gen uint64, failed *member, cause error
 		return err
 	}
 	f.m, f.rf = m, rf
-	m.handles.Add(1)
 	f.s.log.Info("replica handle moved", "path", f.path, "member", m.name)
 	return nil
 }
@@ -191,17 +197,20 @@ func (f *file) reopen(ctx context.Context) (*member, remote.File, error) {
 	var tried uint64
 	var last error
 	for {
-		m := f.s.pickRead(tried)
+		pick := f.s.pickRead
 		if f.write {
-			m = f.s.pickPrimary(tried)
+			pick = f.s.pickPrimary
 		}
+		m := pick(tried)
 		if m == nil {
 			return nil, nil, f.s.noMember(ctx, "reopen", f.path, last)
 		}
 		tried |= 1 << m.idx
 		var rf remote.File
-		err := f.s.do(ctx, m, idempotent, false, func(ctx context.Context) (err error) {
-			rf, err = f.reopenOn(ctx, m)
+		err := f.s.call(ctx, m, idempotent, func(ctx context.Context) (err error) {
+			if rf, err = f.reopenOn(ctx, m); err == nil {
+				m.handles.Add(1)
+			}
 			return err
 		})
 		if !connLevel(ctx, err) {
@@ -271,18 +280,18 @@ func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 			return 0, err
 		}
 		var n int
-		err = f.s.do(ctx, m, idempotent, len(p) <= smallIO, func(ctx context.Context) (err error) {
+		err = f.s.do(ctx, m, idempotent, func(ctx context.Context) (err error) {
 			n, err = rf.ReadAt(ctx, p, off)
 			return err
 		})
-		if !connLevel(ctx, err) {
-			if n > 0 {
-				m.bytesRead.Add(uint64(n))
-				f.served.Store(true)
-			}
+		if n > 0 {
+			m.bytesRead.Add(uint64(n))
+			f.served.Store(true)
+		}
+		if err == nil || err == io.EOF {
 			return n, err
 		}
-		if err := f.move(ctx, gen, m, err); err != nil {
+		if again, err := f.after(ctx, gen, m, err); !again {
 			return 0, err
 		}
 	}
@@ -312,13 +321,30 @@ func (f *file) eachGen(ctx context.Context, k callKind, fn func(context.Context,
 		if err != nil {
 			return 0, err
 		}
-		err = f.s.do(ctx, m, k, true, func(ctx context.Context) error { return fn(ctx, rf) })
-		if !connLevel(ctx, err) {
+		err = f.s.do(ctx, m, k, func(ctx context.Context) error { return fn(ctx, rf) })
+		if again, err := f.after(ctx, gen, m, err); !again {
 			return gen, err
-		}
-		if err := f.move(ctx, gen, m, err); err != nil {
-			return 0, err
 		}
 	}
 	return 0, f.s.noMember(ctx, "file", f.path, nil)
+}
+
+// after decides what follows a call on the handle of generation gen (on m)
+// that ended with err: the call is made again on the file's current handle
+// after a connection-level failure (the file is moved first) or when the
+// handle was moved meanwhile by another call (its error is that of a
+// handle left behind, closed by the move); otherwise err is the result.
+func (f *file) after(ctx context.Context, gen uint64, m *member, err error) (again bool, _ error) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return false, err
+	case connLevel(ctx, err):
+		if err := f.move(ctx, gen, m, err); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen != gen, err
 }

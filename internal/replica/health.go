@@ -9,48 +9,69 @@ import (
 // errHealthDown takes out a member whose Health reports it down.
 var errHealthDown = errors.New("connections down")
 
-// watch follows one member's health until the set is closed: a member
-// whose Health goes down is taken out at once; a member out of service is
-// probed at each change of its Health and every ProbeInterval, and rejoins
-// after a probe succeeds.
+// watch follows one member's Health until the set is closed: a member
+// reported down is taken out at once; a member out of service that is
+// reported up is probed at once.
 func (s *Set) watch(m *member) {
 	defer s.wg.Done()
-	tick := time.NewTicker(s.o.ProbeInterval)
-	defer tick.Stop()
 	for {
-		var changed <-chan struct{}
-		if m.health != nil {
-			changed = m.health.Changed() // before Up, so no change is missed
-			if !m.health.Up() {
-				s.takeOut(m, errHealthDown)
+		changed := m.health.Changed() // before Up, so no change is missed
+		switch {
+		case !m.health.Up():
+			s.takeOut(m, errHealthDown)
+		case !m.up.Load():
+			select {
+			case m.kick <- struct{}{}:
+			default:
 			}
-		}
-		if !m.up.Load() {
-			s.probe(m)
 		}
 		select {
 		case <-changed:
-		case <-tick.C:
 		case <-s.ctx.Done():
 			return
 		}
 	}
 }
 
-// probe lets m rejoin when its Health (if any) says up and an Lstat of the
-// root answers within ProbeTimeout.
+// probeLoop probes m every ProbeInterval, and when kicked, until the set is
+// closed: a member out of service rejoins after a probe succeeds; a member
+// in service gives a latency sample, or is taken out when the probe fails
+// to connect. It runs apart from watch so that a hanging probe does not
+// delay a health report.
+func (s *Set) probeLoop(m *member) {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.o.ProbeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-m.kick:
+		case <-s.ctx.Done():
+			return
+		}
+		s.probe(m)
+	}
+}
+
+// probe sends an Lstat of the root to m, bounded by ProbeTimeout, when its
+// Health (if any) says up. Success is a latency sample and lets a member
+// out of service rejoin; a connection-level failure takes it out.
 func (s *Set) probe(m *member) {
 	if m.health != nil && !m.health.Up() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.o.ProbeTimeout)
 	defer cancel()
+	start := time.Now()
 	_, err := m.r.Lstat(ctx, "")
-	if err != nil {
-		if s.ctx.Err() == nil {
-			s.log.Debug("replica probe failed", "member", m.name, "err", err)
-		}
-		return
+	switch {
+	case s.ctx.Err() != nil:
+	case err == nil:
+		m.sample(time.Since(start))
+		s.rejoin(m)
+	case errors.Is(err, context.DeadlineExceeded) || connLevel(s.ctx, err):
+		s.takeOut(m, err)
+	default:
+		s.log.Debug("replica probe failed", "member", m.name, "err", err)
 	}
-	s.rejoin(m)
 }

@@ -78,7 +78,7 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		err = f.s.do(ctx, m, idempotent, len(p) <= smallIO, func(ctx context.Context) error {
+		err = f.s.do(ctx, m, idempotent, func(ctx context.Context) error {
 			_, err := rf.WriteAt(ctx, p, off)
 			return err
 		})
@@ -86,13 +86,11 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 			m.bytesWritten.Add(uint64(len(p)))
 			return len(p), f.makeRoom(ctx)
 		}
-		if err != nil && !connLevel(ctx, err) {
-			return 0, err
+		if err == nil {
+			continue // acknowledged by a handle left behind
 		}
-		if err != nil {
-			if err := f.move(ctx, gen, m, err); err != nil {
-				return 0, err
-			}
+		if again, err := f.after(ctx, gen, m, err); !again {
+			return 0, err
 		}
 	}
 	return 0, f.s.noMember(ctx, "write", f.path, nil)
@@ -216,17 +214,21 @@ func (f *file) closeHandle(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = f.s.do(ctx, m, mutation, false, rf.Close)
+		err = f.s.do(ctx, m, mutation, rf.Close)
 		f.mu.Lock()
-		pending := len(f.j.entries) > 0
-		if err == nil || !connLevel(ctx, err) || !pending {
+		pending, current := len(f.j.entries) > 0, f.gen == gen
+		if err == nil && !current {
+			f.mu.Unlock()
+			continue // closed a handle left behind; close the current one
+		}
+		if current && (err == nil || !pending || !connLevel(ctx, err)) {
 			f.m, f.rf = nil, nil
 			f.mu.Unlock()
 			m.handles.Add(-1)
 			return err
 		}
 		f.mu.Unlock()
-		if err := f.move(ctx, gen, m, err); err != nil {
+		if again, err := f.after(ctx, gen, m, err); !again {
 			return err
 		}
 	}

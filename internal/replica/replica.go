@@ -67,6 +67,8 @@ type Set struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // health watchers
 
+	pickMu sync.Mutex // makes a read pick and its count one step; a leaf lock
+
 	// mu guards changed; a leaf lock.
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every member state change
@@ -101,7 +103,7 @@ func New(members []Member, o Options) (*Set, error) {
 		if mb.Remote == nil {
 			return nil, fmt.Errorf("replica member %d (%s) has no remote", i, mb.Name)
 		}
-		m := &member{idx: i, name: mb.Name, r: mb.Remote, since: time.Now()}
+		m := &member{idx: i, name: mb.Name, r: mb.Remote, since: time.Now(), kick: make(chan struct{}, 1)}
 		m.health, _ = mb.Remote.(remote.Health)
 		m.epoch, m.endEpoch = context.WithCancel(s.ctx)
 		m.up.Store(m.health == nil || m.health.Up())
@@ -112,7 +114,11 @@ func New(members []Member, o Options) (*Set, error) {
 	}
 	for _, m := range s.members {
 		s.wg.Add(1)
-		go s.watch(m)
+		go s.probeLoop(m)
+		if m.health != nil {
+			s.wg.Add(1)
+			go s.watch(m)
+		}
 	}
 	return s, nil
 }
@@ -123,6 +129,7 @@ type member struct {
 	name   string
 	r      remote.Remote
 	health remote.Health // nil when r does not report it
+	kick   chan struct{} // capacity 1: asks probeLoop for a probe now
 
 	up       atomic.Bool  // in service: not taken out
 	inflight atomic.Int64 // calls under way

@@ -1,0 +1,314 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"sshfsm/internal/fusefs"
+	"sshfsm/internal/namespace"
+	"sshfsm/internal/testenv"
+	"sshfsm/internal/transport"
+)
+
+// sshSet is a replica set of real sshd hosts on 127.0.0.2 and .3 serving
+// one directory, mounted with FUSE.
+type sshSet struct {
+	set   *Set
+	hosts []*testenv.Host
+	th    []*transport.Host
+	dir   string // the shared directory
+	mnt   string
+}
+
+func startSSHSet(t *testing.T) *sshSet {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	hosts, _ := testenv.StartHosts(t, 2)
+	ss := &sshSet{hosts: hosts, dir: hosts[0].Dir, mnt: t.TempDir()}
+	var ms []Member
+	for _, h := range hosts {
+		th, err := transport.Dial(bg, transport.Options{Host: h.Alias, SSHArgs: h.SSHArgs(),
+			Dir: ss.dir, Conns: 2, Timeout: 5 * time.Second, Reconnect: true, FailFast: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss.th = append(ss.th, th)
+		ms = append(ms, Member{Name: h.Addr, Remote: th.Remote()})
+	}
+	logs := &logBuf{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replica log:\n%s", logs)
+		}
+	})
+	s, err := New(ms, Options{ProbeInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.set = s
+	t.Cleanup(func() { s.Close() })
+	srv, err := fusefs.Mount(ss.mnt, namespace.Single(s), fusefs.Options{
+		AttrTimeout: time.Second, EntryTimeout: time.Second, DirCacheTimeout: time.Second,
+	}, fusefs.MountOptions{FsName: "replica-test", Subtype: "sshfsm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+			testenv.Unmount(ss.mnt)
+		}
+	})
+	return ss
+}
+
+// bytesRead sums the file data a transport host returned.
+func bytesRead(th *transport.Host) uint64 {
+	var n uint64
+	for _, c := range th.Stats().Channels {
+		n += c.BytesRead
+	}
+	return n
+}
+
+// stream writes n bytes of a keyed pseudo-random stream to w (AES-CTR:
+// fast, and no block repeats, so misplaced data is caught).
+func stream(w io.Writer, seed byte, n int64) error {
+	key := bytes.Repeat([]byte{seed}, 16)
+	blk, _ := aes.NewCipher(key)
+	ctr := cipher.NewCTR(blk, make([]byte, 16))
+	buf := make([]byte, 1<<20)
+	for n > 0 {
+		clear(buf)
+		k := min(int64(len(buf)), n)
+		ctr.XORKeyStream(buf[:k], buf[:k])
+		if _, err := w.Write(buf[:k]); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// makeFile writes n stream bytes to path and returns their hash.
+func makeFile(t *testing.T, path string, seed byte, n int64) []byte {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	if err := stream(io.MultiWriter(f, h), seed, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return h.Sum(nil)
+}
+
+func hashFile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	return h.Sum(nil)
+}
+
+// Eight parallel readers through the mount spread over both sshd hosts.
+func TestSSHParallelReadersSpread(t *testing.T) {
+	ss := startSSHSet(t)
+	const size = 16 << 20
+	sums := make([][]byte, 8)
+	for i := range sums {
+		sums[i] = makeFile(t, filepath.Join(ss.dir, fmt.Sprint("f", i)), byte(i), size)
+	}
+	var wg sync.WaitGroup
+	for i := range sums {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got := hashFile(t, filepath.Join(ss.mnt, fmt.Sprint("f", i))); !bytes.Equal(got, sums[i]) {
+				t.Errorf("f%d: content differs", i)
+			}
+		}()
+	}
+	wg.Wait()
+	a, b := bytesRead(ss.th[0]), bytesRead(ss.th[1])
+	t.Logf("bytes read: %s %d, %s %d; set: %+v", ss.hosts[0].Addr, a, ss.hosts[1].Addr, b, ss.set.Stats())
+	if a+b < 8*size {
+		t.Fatalf("hosts served %d bytes, want ≥ %d", a+b, 8*size)
+	}
+	for i, n := range []uint64{a, b} {
+		if share := float64(n) / float64(a+b); share < 0.3 || share > 0.7 {
+			t.Errorf("host %s served %.0f%% of the bytes, want 30–70%%", ss.hosts[i].Addr, 100*share)
+		}
+	}
+}
+
+// serving returns the index of the member holding the open handle.
+func serving(t *testing.T, s *Set) int {
+	t.Helper()
+	for i, m := range s.Stats() {
+		if m.Handles > 0 {
+			return i
+		}
+	}
+	t.Fatal("no member holds a handle")
+	return -1
+}
+
+// progressWriter counts bytes and closes reached once past mark.
+type progressWriter struct {
+	w       io.Writer
+	n, mark int64
+	reached chan struct{}
+	once    sync.Once
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if p.n += int64(n); p.n >= p.mark {
+		p.once.Do(func() { close(p.reached) })
+	}
+	return n, err
+}
+
+// Killing the sshd of the host serving a 1 GiB sequential read through
+// the mount: the read completes, no error, the right bytes.
+func TestSSHKillDuringRead(t *testing.T) {
+	ss := startSSHSet(t)
+	const size = 1 << 30
+	want := makeFile(t, filepath.Join(ss.dir, "big"), 7, size)
+	f, err := os.Open(filepath.Join(ss.mnt, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	pw := &progressWriter{w: h, mark: size / 3, reached: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(pw, f)
+		done <- err
+	}()
+	select {
+	case <-pw.reached:
+	case err := <-done:
+		t.Fatalf("read ended before the kill: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("read too slow")
+	}
+	victim := serving(t, ss.set)
+	start := time.Now()
+	ss.hosts[victim].Kill()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("read across the kill: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("read did not finish after the kill")
+	}
+	t.Logf("rest of the read after killing %s: %v", ss.hosts[victim].Addr, time.Since(start))
+	if !bytes.Equal(h.Sum(nil), want) {
+		t.Fatal("content read across the kill differs")
+	}
+	st := ss.set.Stats()
+	if st[victim].Up || st[1-victim].Handles != 1 {
+		t.Fatalf("stats after the kill: %+v", st)
+	}
+	// The killed host rejoins once it serves again: at the transport's
+	// next reconnect attempt (its backoff reaches 30 s).
+	if err := ss.hosts[victim].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitStateFor(t, ss.set, victim, true, 45*time.Second)
+}
+
+// Killing the primary's sshd during a 256 MiB write through the mount,
+// then fsync: the file is byte-identical to what was written.
+func TestSSHKillDuringWrite(t *testing.T) {
+	ss := startSSHSet(t)
+	const size = 256 << 20
+	f, err := os.Create(filepath.Join(ss.mnt, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	pw := &progressWriter{w: io.MultiWriter(f, h), mark: size / 3, reached: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- stream(pw, 9, size) }()
+	select {
+	case <-pw.reached:
+	case err := <-done:
+		t.Fatalf("write ended before the kill: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("write too slow")
+	}
+	victim := serving(t, ss.set)
+	if victim != 0 {
+		t.Fatalf("file written through member %d, want the primary", victim)
+	}
+	ss.hosts[victim].Kill()
+	ctx, cancel := context.WithTimeout(bg, 2*time.Minute)
+	defer cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("write across the kill: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("write did not finish after the kill")
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("fsync: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if got := hashFile(t, filepath.Join(ss.dir, "out")); !bytes.Equal(got, h.Sum(nil)) {
+		t.Fatal("file differs from what was written")
+	}
+	if st := ss.set.Stats(); st[0].Up || st[1].BytesWritten == 0 {
+		t.Fatalf("stats after the kill: %+v", st)
+	}
+}
+
+// logBuf collects log output for failed tests.
+type logBuf struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
