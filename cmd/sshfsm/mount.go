@@ -19,14 +19,13 @@ import (
 	"sshfsm/internal/control"
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/idmap"
-	"sshfsm/internal/namespace"
 	"sshfsm/internal/transport"
 )
 
-// mounted is a live mount: the connection and the FUSE server.
+// mounted is a live mount: the hosts behind it and the FUSE server.
 type mounted struct {
 	mountpoint string
-	host       *transport.Host
+	tree       *tree
 	server     *fuse.Server
 	log        *slog.Logger
 	dirs       *cache.Dirs     // the listing cache, for its counters
@@ -36,9 +35,6 @@ type mounted struct {
 // mount checks the mountpoint, connects, mounts and verifies that the mount
 // answers. Its errors are *config.Error with the matching exit code.
 func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted, error) {
-	if err := checkSupported(cfg); err != nil {
-		return nil, err
-	}
 	mp, err := checkMountpoint(cfg.Mountpoint)
 	if err != nil {
 		return nil, err
@@ -53,40 +49,52 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err != nil {
 		return nil, err
 	}
-	b := cfg.Branches[0]
-	host, err := transport.Dial(ctx, transportOptions(cfg, b, log))
-	if err != nil {
-		return nil, dialError(b, err)
+	if err := checkBranches(cfg); err != nil {
+		return nil, err
 	}
-	if cfg.IDMap.Mode == config.IDMapUser {
-		ids = userIDMap(host)
+	eps, err := connect(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	t, err := buildTree(cfg, eps, log)
+	if err != nil {
+		closeEndpoints(eps)
+		return nil, err
+	}
+	first := t.firstHost()
+	if cfg.IDMap.Mode == config.IDMapUser && first != nil {
+		ids = userIDMap(first)
 	}
 	fo := fsOptions(cfg, ids, log)
-	fo.MountPrefix = host.Root()
-	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = host.RemoteUser()
+	if len(eps) == 1 {
+		fo.MountPrefix = first.Root()
+	}
+	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = t.remoteUser()
 	fo.Cache = cache.New(cfg.Cache.DirCacheTimeout, nil)
-	srv, err := fusefs.Mount(mp, namespace.Single(host.Remote()), fo, mountOptions(cfg, b))
+	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
-		host.Close()
+		t.Close()
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
-	m := &mounted{mountpoint: mp, host: host, server: srv, log: log, dirs: fo.Cache}
+	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
-		m.host.Close()
+		m.tree.Close()
 		return nil, err
 	}
 	m.startStatus(cfg)
 	return m, nil
 }
 
-// checkSupported refuses what the parser accepts but this build cannot
-// mount yet: several branches, grafts, replicas and read-only branches.
-func checkSupported(cfg *config.Config) error {
-	b := cfg.Branches[0]
-	if len(cfg.Branches) > 1 || b.Name != "" || len(b.Hosts) > 1 || b.ReadOnly {
-		return config.Errorf(config.ExitUsage,
-			"mounting several branches, grafts, replicas or :ro branches is not available in this build; give one [user@]host:[dir]")
+// checkBranches refuses settings that need one host: transform_symlinks
+// rewrites links against one remote root. A lone read-only branch is a
+// read-only mount.
+func checkBranches(cfg *config.Config) error {
+	if len(cfg.Branches) == 1 && cfg.Branches[0].Name == "" && cfg.Branches[0].ReadOnly {
+		cfg.FUSE.ReadOnly = true
+	}
+	if cfg.Symlinks.Transform && (len(cfg.Branches) > 1 || len(cfg.Branches[0].Hosts) > 1) {
+		return config.Errorf(config.ExitUsage, "transform_symlinks works with one host only; this mount has %d branches", len(cfg.Branches))
 	}
 	return nil
 }
@@ -105,8 +113,9 @@ func absolutize(cfg *config.Config) error {
 	return nil
 }
 
-func transportOptions(cfg *config.Config, b config.Branch, log *slog.Logger) transport.Options {
-	e := b.Hosts[0]
+// transportOptions reaches host e of branch b. The hosts of a replica set
+// fail fast, so that the set turns to another one at once.
+func transportOptions(cfg *config.Config, b config.Branch, e config.Endpoint, log *slog.Logger) transport.Options {
 	return transport.Options{
 		Host:       e.Host,
 		User:       e.User,
@@ -121,6 +130,7 @@ func transportOptions(cfg *config.Config, b config.Branch, log *slog.Logger) tra
 		Reconnect:  cfg.SSH.Reconnect,
 		Logger:     log,
 		Dialer:     directDialer(e.Host, cfg.SSH.DirectPort),
+		FailFast:   len(b.Hosts) > 1,
 	}
 }
 
@@ -162,13 +172,9 @@ func fsOptions(cfg *config.Config, ids fusefs.IDMapper, log *slog.Logger) fusefs
 	}
 }
 
-func mountOptions(cfg *config.Config, b config.Branch) fusefs.MountOptions {
-	name := cfg.FUSE.FsName
-	if name == "" {
-		name = b.Spec
-	}
+func mountOptions(cfg *config.Config) fusefs.MountOptions {
 	return fusefs.MountOptions{
-		FsName:             name,
+		FsName:             fsName(cfg),
 		Subtype:            cfg.FUSE.Subtype,
 		AllowOther:         cfg.FUSE.AllowOther,
 		AllowRoot:          cfg.FUSE.AllowRoot,
@@ -202,13 +208,13 @@ func userIDMap(host *transport.Host) fusefs.IDMapper {
 
 // dialError turns a failed connection into the message and exit code of its
 // kind.
-func dialError(b config.Branch, err error) error {
+func dialError(b config.Branch, e config.Endpoint, err error) error {
 	detail := err.Error()
 	var de *transport.DialError
 	if errors.As(err, &de) && de.Detail != "" {
 		detail = de.Detail
 	}
-	dest, host := b.Spec, b.Hosts[0].Host
+	dest, host := e.Dest()+":"+b.Dir, e.Host
 	switch {
 	case errors.Is(err, transport.ErrUnreachable):
 		return config.Errorf(config.ExitConnect, "cannot connect to %s: %s", host, detail)
@@ -270,7 +276,7 @@ func mountUnlessSignalled(cfg *config.Config, log *slog.Logger, sigs <-chan os.S
 	}
 	if m != nil {
 		m.unmount()
-		m.host.Close()
+		m.tree.Close()
 	}
 	return nil, config.Errorf(config.ExitMount, "interrupted by %v before the mount was ready", sig)
 }

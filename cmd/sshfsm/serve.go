@@ -43,7 +43,7 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		}
 	}
 	m.stopStatus()
-	m.host.Close()
+	m.tree.Close()
 }
 
 // unmount detaches the filesystem; when it is busy, it falls back to a lazy

@@ -175,6 +175,9 @@ func writeStatus(w io.Writer, st *control.Status) {
 		}
 		tw.Flush()
 		for _, h := range b.Hosts {
+			if h.Detail != "" {
+				fmt.Fprintf(w, "    %s: %s\n", h.Name, h.Detail)
+			}
 			if len(b.Hosts) > 1 {
 				fmt.Fprintf(w, "    %s requests: %s\n", h.Name, requestsLine(h.Requests))
 			} else {

@@ -37,29 +37,24 @@ func (m *mounted) stopStatus() {
 // hosts serving it.
 type statusBranch struct {
 	kind, name string
+	dir        string // as given; the resolved one once a host answered
 	readOnly   bool
 	reconnect  bool // whether a host that lost every channel tries again
-	hosts      []statusHost
-}
-
-type statusHost struct {
-	name string
-	host *transport.Host
+	hosts      []*endpoint
 }
 
 // statusProvider returns the function the status server calls for each
 // request. Everything fixed is computed once; the counters are read live.
 func (m *mounted) statusProvider(cfg *config.Config) func() control.Status {
 	opts := optionSummary(cfg)
-	b := cfg.Branches[0]
-	branches := []statusBranch{{
-		kind:      control.KindSingle,
-		name:      b.Spec,
-		readOnly:  cfg.FUSE.ReadOnly,
-		reconnect: cfg.SSH.Reconnect,
-		// The host as ssh is asked for it.
-		hosts: []statusHost{{name: transportOptions(cfg, b, nil).Host, host: m.host}},
-	}}
+	branches := make([]statusBranch, len(cfg.Branches))
+	for i, b := range cfg.Branches {
+		branches[i] = statusBranch{kind: branchKind(cfg, b), name: b.Dest(), dir: b.Dir,
+			readOnly: b.ReadOnly || cfg.FUSE.ReadOnly, reconnect: cfg.SSH.Reconnect}
+	}
+	for _, e := range m.tree.endpoints {
+		branches[e.branch].hosts = append(branches[e.branch].hosts, e)
+	}
 	return func() control.Status {
 		st := control.Status{Mount: control.Mount{Options: opts}, Cache: cacheStatus(m.dirs.Stats())}
 		for _, sb := range branches {
@@ -69,13 +64,33 @@ func (m *mounted) statusProvider(cfg *config.Config) func() control.Status {
 	}
 }
 
+// branchKind names what a branch is in the mount.
+func branchKind(cfg *config.Config, b config.Branch) string {
+	switch {
+	case len(cfg.Branches) == 1 && len(b.Hosts) == 1:
+		return control.KindSingle
+	case b.Name != "":
+		return control.KindGraft
+	case len(cfg.Branches) == 1:
+		return control.KindReplica
+	}
+	return control.KindUnion
+}
+
 func (sb statusBranch) status() control.Branch {
-	b := control.Branch{Kind: sb.kind, Name: sb.name, ReadOnly: sb.readOnly}
-	for i, sh := range sb.hosts {
-		if i == 0 {
-			b.Dir = sh.host.Root()
+	b := control.Branch{Kind: sb.kind, Name: sb.name, Dir: sb.dir, ReadOnly: sb.readOnly}
+	resolved := false
+	for _, e := range sb.hosts {
+		h := e.currentHost()
+		if h == nil {
+			b.Hosts = append(b.Hosts, control.Host{Name: e.hostName(), State: control.StateReconnecting,
+				Detail: "unreachable: " + detailOf(e.lazy.LastError())})
+			continue
 		}
-		b.Hosts = append(b.Hosts, hostStatus(sh.name, sh.host.Stats(), sb.reconnect))
+		if !resolved {
+			b.Dir, resolved = h.Root(), true
+		}
+		b.Hosts = append(b.Hosts, hostStatus(e.hostName(), h.Stats(), sb.reconnect))
 	}
 	return b
 }

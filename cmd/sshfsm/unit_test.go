@@ -36,7 +36,7 @@ func TestDialErrorMapping(t *testing.T) {
 		{errors.New("weird"), config.ExitConnect, "ssh to h failed: weird"},
 	}
 	for _, c := range cases {
-		got := dialError(b, c.err)
+		got := dialError(b, b.Hosts[0], c.err)
 		if config.CodeOf(got) != c.code || got.Error() != c.msg {
 			t.Errorf("%v: got %d %q, want %d %q", c.err, config.CodeOf(got), got, c.code, c.msg)
 		}
@@ -77,19 +77,19 @@ func TestTransportOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := transportOptions(cfg, cfg.Branches[0], nil)
+	o := transportOptions(cfg, cfg.Branches[0], cfg.Branches[0].Hosts[0], nil)
 	got := fmt.Sprintf("%s|%s|%d|%s|%q|%q|%s|%d|%v|%v|%v", o.Host, o.User, o.Port, o.Dir, o.SSHCommand, o.SSHArgs,
 		o.SFTPServer, o.Conns, o.Timeout, o.Reconnect, o.Dialer == nil)
 	want := `::1|u|2222|d|["ssh" "-vv"]|["-F" "/c" "-C" "-oIdentityFile=/k"]|/s|3|7s|false|true`
 	if got != want {
 		t.Errorf("transport options\n got %s\nwant %s", got, want)
 	}
-	mo := mountOptions(cfg, cfg.Branches[0])
+	mo := mountOptions(cfg)
 	if mo.FsName != "u@[::1]:d" || mo.Subtype != "sshfsm" || mo.MaxWrite != 1<<20 {
 		t.Errorf("mount options %+v", mo)
 	}
 	cfg.SSH.DirectPort = 7000
-	if transportOptions(cfg, cfg.Branches[0], nil).Dialer == nil {
+	if transportOptions(cfg, cfg.Branches[0], cfg.Branches[0].Hosts[0], nil).Dialer == nil {
 		t.Error("directport: no dialer")
 	}
 	if !strings.Contains(versionText(), "sshfsm version") {
@@ -104,7 +104,7 @@ func TestDefaultsReachTransport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := transportOptions(cfg, cfg.Branches[0], nil)
+	o := transportOptions(cfg, cfg.Branches[0], cfg.Branches[0].Hosts[0], nil)
 	declared := map[string]string{}
 	for _, opt := range config.Options() {
 		declared[opt.Name] = opt.Default
@@ -120,31 +120,31 @@ func TestDefaultsReachTransport(t *testing.T) {
 	}
 }
 
-// TestCheckSupported: what the parser accepts beyond one plain branch is
-// refused with one line and exit status 1 before anything is touched.
-func TestCheckSupported(t *testing.T) {
-	for _, args := range [][]string{
-		{"a:", "b:", "/m"},
-		{"web=h:/srv", "/m"},
-		{"gw1,gw2:/p", "/m"},
-		{"h:/d:ro", "/m"},
+// TestCheckBranches: transform_symlinks needs one host; a lone read-only
+// branch makes a read-only mount.
+func TestCheckBranches(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		fail   bool
+		readOn bool
+	}{
+		{[]string{"-o", "transform_symlinks", "a:", "b:", "/m"}, true, false},
+		{[]string{"-o", "transform_symlinks", "gw1,gw2:/p", "/m"}, true, false},
+		{[]string{"-o", "transform_symlinks", "h:/p", "/m"}, false, false},
+		{[]string{"h:/d:ro", "/m"}, false, true},
+		{[]string{"a:", "b:/d:ro", "/m"}, false, false},
+		{[]string{"web=h:/d:ro", "/m"}, false, false},
 	} {
-		cfg, err := config.Parse(args)
+		cfg, err := config.Parse(c.args)
 		if err != nil {
-			t.Fatalf("%q: %v", args, err)
+			t.Fatalf("%q: %v", c.args, err)
 		}
-		_, err = mount(t.Context(), cfg, nil)
-		if config.CodeOf(err) != config.ExitUsage || !strings.Contains(err.Error(), "not available in this build") {
-			t.Errorf("%q: got %d %v, want exit 1 saying it is not available", args, config.CodeOf(err), err)
+		err = checkBranches(cfg)
+		if (err != nil) != c.fail || (err != nil && config.CodeOf(err) != config.ExitUsage) {
+			t.Errorf("%q: got %v, want failure %v", c.args, err, c.fail)
 		}
-	}
-	for _, args := range [][]string{{"h:", "/m"}, {"u@[::1]:/d:ro:", "/m"}} {
-		cfg, err := config.Parse(args)
-		if err != nil {
-			t.Fatalf("%q: %v", args, err)
-		}
-		if err := checkSupported(cfg); err != nil {
-			t.Errorf("%q: %v", args, err)
+		if cfg.FUSE.ReadOnly != c.readOn {
+			t.Errorf("%q: read-only mount %v, want %v", c.args, cfg.FUSE.ReadOnly, c.readOn)
 		}
 	}
 }
@@ -163,7 +163,7 @@ func TestTransportOptionsPerHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := transportOptions(cfg, cfg.Branches[0], nil)
+	o := transportOptions(cfg, cfg.Branches[0], cfg.Branches[0].Hosts[0], nil)
 	got := fmt.Sprintf("%s|%s|%d|%s|%q|%d", o.Host, o.User, o.Port, o.Dir, o.SSHArgs, o.Conns)
 	want := `h|alice|2222|/d|["-F" "/own" "-oProxyJump=none" "-oProxyJump=gw"]|9`
 	if got != want {

@@ -61,7 +61,8 @@ type Host struct {
 	WireOut       uint64            `json:"wire_out"`
 	Errors        uint64            `json:"errors"` // requests failed for transport reasons
 	Reconnects    uint64            `json:"reconnects"`
-	Requests      map[string]uint64 `json:"requests"` // SFTP requests sent, by type
+	Requests      map[string]uint64 `json:"requests"`         // SFTP requests sent, by type
+	Detail        string            `json:"detail,omitempty"` // why the host is not up, when known
 }
 
 // Cache holds the counters of the mount's listing cache. Ratios are hits

@@ -219,5 +219,12 @@ func (h *Host) stderrSink(interactive bool) func(string) {
 	if interactive {
 		return func(line string) { fmt.Fprintln(os.Stderr, line) }
 	}
-	return func(line string) { h.log.Warn("ssh", "host", h.o.Host, "msg", line) }
+	return func(line string) {
+		if !h.dialed.Load() {
+			// Dial's own error carries ssh's last words to the caller.
+			h.log.Info("ssh", "host", h.o.Host, "msg", line)
+			return
+		}
+		h.log.Warn("ssh", "host", h.o.Host, "msg", line)
+	}
 }

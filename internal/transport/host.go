@@ -70,7 +70,8 @@ type Host struct {
 	gid   uint32
 	uidOK bool
 
-	x       execState // remote commands (exec.go)
+	x       execState   // remote commands (exec.go)
+	dialed  atomic.Bool // Dial succeeded: ssh's complaints are news from now on
 	reqs    reqCounters
 	wireIn  atomic.Uint64
 	wireOut atomic.Uint64
@@ -114,6 +115,7 @@ func Dial(ctx context.Context, o Options) (*Host, error) {
 		return nil, err
 	}
 	h.setChan(0, c) // published before Dial returns: FailFast requests need it
+	h.dialed.Store(true)
 	h.start(0, c)
 	for slot := 1; slot < h.o.Conns; slot++ {
 		h.start(slot, nil)
