@@ -35,6 +35,9 @@ type config struct {
 	sshfsmBin  string
 	out        string
 	keep       bool
+
+	replicaMiB  int64   // size of each file of the replica workload
+	replicaRate float64 // MB/s cap per replica gateway
 }
 
 func parseFlags() *config {
@@ -50,7 +53,9 @@ func parseFlags() *config {
 	flag.DurationVar(&c.rtt, "rtt", 4*time.Millisecond, "round-trip time added by the proxy for the latency workloads")
 	entries := flag.Int("entries", 0, "entries in the memory walk tree (default 100000, -quick 10000)")
 	flag.IntVar(&c.smallFiles, "small-files", 2000, "files in the tree used at high latency")
-	groups := flag.String("groups", "fio,meta,rtt,rss", "workload groups to run")
+	replicaMiB := flag.Int64("replica-mib", 0, "size of each file read in the replica workload in MiB (default 64, -quick 16)")
+	flag.Float64Var(&c.replicaRate, "replica-rate", 50, "rate cap per replica gateway in MB/s")
+	groups := flag.String("groups", "fio,meta,rtt,rss,replica", "workload groups to run")
 	tools := flag.String("tools", "sshfs-default,sshfs-tuned,sshfsm,local", "tools to run")
 	flag.StringVar(&c.sshfsmBin, "sshfsm", "", "sshfsm binary (default: build ./cmd/sshfsm)")
 	flag.StringVar(&c.out, "out", "", "results directory (default bench/results/<date>[-quick])")
@@ -74,6 +79,7 @@ func parseFlags() *config {
 	c.rttMiB = pick(*rttFile, 256, 64)
 	c.runtime = time.Duration(pick(int64(*runtime), int64(6*time.Second), int64(2*time.Second)))
 	c.entries = int(pick(int64(*entries), 100000, 10000))
+	c.replicaMiB = pick(*replicaMiB, 64, 16)
 	c.groups = set(*groups)
 	c.tools = set(*tools)
 	if c.out == "" {
@@ -137,6 +143,7 @@ func run(ctx context.Context, c *config) error {
 		{"meta", runMeta},
 		{"rtt", runRTT},
 		{"rss", runRSS},
+		{"replica", runReplica},
 	}
 	for _, s := range steps {
 		if !c.groups[s.group] {

@@ -35,7 +35,7 @@ const (
 )
 
 func allTools(sshfsmBin string) []*tool {
-	return []*tool{
+	return append([]*tool{
 		{key: sshfsDefault, name: "sshfs default", argv: func(cfg, alias, dir, mnt string) []string {
 			return []string{"sshfs", "-F", cfg, alias + ":" + dir, mnt}
 		}},
@@ -48,7 +48,7 @@ func allTools(sshfsmBin string) []*tool {
 			return []string{sshfsmBin, "-F", cfg, alias + ":" + dir, mnt}
 		}},
 		{key: localKey, name: "local disk", local: true},
-	}
+	}, replicaTools()...)
 }
 
 // mount is one live FUSE mount made by the benchmark.
