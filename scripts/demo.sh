@@ -103,21 +103,15 @@ TXT
 	echo "shared.txt as host2 has it" >"$d/shared.txt"
 }
 
-# mount_demo DIR1 DIR2: mounts both hosts when this sshfsm accepts several
-# sources, host1 alone otherwise. Prints what it mounted.
+# mount_demo DIR1 DIR2: one mountpoint showing a union of both hosts'
+# directories and, as ./demo-mnt/logs, a graft of a directory of host2.
 mount_demo() {
 	local d1=$1 d2=$2 err
 	mkdir -p "$MNT"
-	if err=$(./sshfsm -F "$STATE/ssh_config" "host1:$d1" "host2:$d2" "$MNT" 2>&1) && is_mounted "$MNT"; then
-		echo "both"
-		return 0
-	fi
-	demo_unmount
-	if ! err=$(./sshfsm -F "$STATE/ssh_config" "host1:$d1" "$MNT" 2>&1); then
-		die "mounting host1 failed: $err"
+	if ! err=$(./sshfsm -F "$STATE/ssh_config" "host1:$d1" "host2:$d2" "logs=host2:$d2/notes/logs" "$MNT" 2>&1); then
+		die "mounting failed: $err"
 	fi
 	is_mounted "$MNT" || die "sshfsm exited without mounting $MNT: $err"
-	echo "host1"
 }
 
 demo_start() {
@@ -140,18 +134,14 @@ demo_start() {
 	fill_host2 "$d2"
 
 	say "mounting"
-	local what
-	what=$(mount_demo "$d1" "$d2")
+	mount_demo "$d1" "$d2"
 
-	echo
-	if [ "$what" = both ]; then
-		echo "Mounted host1:$d1 and host2:$d2 together at ./demo-mnt"
-	else
-		echo "Mounted host1:$d1 at ./demo-mnt"
-		echo "(this build of sshfsm mounts one host at a time; host2 is running too:"
-		echo "   ./sshfsm -F $STATE/ssh_config host2:$d2 SOME_EMPTY_DIR)"
-	fi
 	cat <<TXT
+
+Mounted at ./demo-mnt:
+  a union of host1:$d1 and host2:$d2
+    (a name both hold, such as shared.txt, comes from host1, the first branch)
+  and ./demo-mnt/logs, a graft of host2:$d2/notes/logs
 
 Things to try:
   ls -la demo-mnt
@@ -160,7 +150,9 @@ Things to try:
   cd demo-mnt/project && git status && git log --oneline; cd -
   echo hello > demo-mnt/new.txt && cat $d1/new.txt
   time cat demo-mnt/data/random-8MiB.bin > /dev/null
-  ssh -F $STATE/ssh_config host1        # a shell on the demo server
+  ls demo-mnt/logs && tail -3 demo-mnt/logs/app.log
+  ./sshfsm status demo-mnt             # hosts, requests, cache hits
+  ssh -F $STATE/ssh_config host1        # a shell on a demo server
 
 The servers' files:  $STATE
 Stop the demo:       scripts/demo.sh stop   (or: make demo-stop)
