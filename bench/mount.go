@@ -48,7 +48,7 @@ func allTools(sshfsmBin string) []*tool {
 			return []string{sshfsmBin, "-F", cfg, alias + ":" + dir, mnt}
 		}},
 		{key: localKey, name: "local disk", local: true},
-	}, replicaTools()...)
+	}, append(replicaTools(), unionTools()...)...)
 }
 
 // mount is one live FUSE mount made by the benchmark.
