@@ -139,3 +139,18 @@ func (s *Set) SetAttr(ctx context.Context, p string, a remote.SetAttr) error {
 		return m.r.SetAttr(ctx, p, a)
 	})
 }
+
+var _ remote.TreeLister = (*Set)(nil)
+
+// ListTree is served by one member, like a read; a member without bulk
+// listings answers ErrTreeUnsupported. After a move to another member a
+// directory may be reported twice, complete both times.
+func (s *Set) ListTree(ctx context.Context, dir string, depth int, fn func(dir string, ents []remote.DirEntry)) error {
+	return s.read(ctx, "listtree", dir, func(ctx context.Context, m *member) error {
+		tl, ok := m.r.(remote.TreeLister)
+		if !ok {
+			return remote.ErrTreeUnsupported
+		}
+		return tl.ListTree(ctx, dir, depth, fn)
+	})
+}
