@@ -24,8 +24,9 @@ type healthSet struct {
 	up      set
 	changed chan struct{}
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 }
 
 // newHealthSet starts following the members' Health.
@@ -121,8 +122,8 @@ func (s *healthSet) Changed() <-chan struct{} {
 	return s.changed
 }
 
-// close stops following the members.
+// close stops following the members; later calls do nothing.
 func (s *healthSet) close() {
-	close(s.stop)
+	s.stopOnce.Do(func() { close(s.stop) })
 	s.wg.Wait()
 }
