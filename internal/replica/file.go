@@ -61,7 +61,7 @@ func (s *Set) Open(ctx context.Context, p string, flags int, perm uint32) (remot
 	if f.write || flags&reopenMask != 0 {
 		err = s.write(ctx, "open", p, func(ctx context.Context, mm *member, resent bool) (err error) {
 			m = mm
-			if rf, err = openOn(ctx, mm, p, flags, perm, resent); err == nil {
+			if rf, err = s.openOn(ctx, mm, p, flags, perm, resent); err == nil {
 				mm.handles.Add(1) // before the open stops counting as work
 			}
 			return err
@@ -86,7 +86,7 @@ func (s *Set) Open(ctx context.Context, p string, flags int, perm uint32) (remot
 // openOn opens p on m. An exclusive create re-sent after a lost first
 // attempt that finds the file existing takes it if it is an empty regular
 // file: most likely the one the first attempt created.
-func openOn(ctx context.Context, m *member, p string, flags int, perm uint32, resent bool) (remote.File, error) {
+func (s *Set) openOn(ctx context.Context, m *member, p string, flags int, perm uint32, resent bool) (remote.File, error) {
 	rf, err := m.r.Open(ctx, p, flags, perm)
 	if !resent || flags&os.O_EXCL == 0 || !errors.Is(err, fs.ErrExist) {
 		return rf, err
@@ -97,7 +97,7 @@ func openOn(ctx context.Context, m *member, p string, flags int, perm uint32, re
 	}
 	a, err2 := rf2.Stat(ctx)
 	if err2 != nil || a.Size != 0 || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		closeQuietly(rf2)
+		s.closeQuietly(rf2)
 		return nil, err
 	}
 	return rf2, nil
@@ -118,9 +118,13 @@ func (f *file) learn(rf remote.File) {
 }
 
 // closeQuietly closes a handle nobody waits for (one left behind on a
-// member taken out, or a spare).
-func closeQuietly(rf remote.File) {
-	go rf.Close(context.Background())
+// member taken out, or a spare), within ProbeTimeout.
+func (s *Set) closeQuietly(rf remote.File) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.o.ProbeTimeout)
+		defer cancel()
+		rf.Close(ctx)
+	}()
 }
 
 // attempts bounds the moves one call may make.
@@ -175,7 +179,7 @@ func (f *file) move(ctx context.Context, gen uint64, failed *member, cause error
 	f.mu.Unlock()
 	if oldrf != nil {
 		old.handles.Add(-1)
-		closeQuietly(oldrf)
+		f.s.closeQuietly(oldrf)
 	}
 	m, rf, err := f.reopen(ctx)
 	f.mu.Lock()
@@ -236,7 +240,7 @@ func (f *file) reopenOn(ctx context.Context, m *member) (remote.File, error) {
 		err = f.replay(ctx, rf)
 	}
 	if err != nil {
-		closeQuietly(rf)
+		f.s.closeQuietly(rf)
 		return nil, err
 	}
 	return rf, nil
