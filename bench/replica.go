@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +27,7 @@ import (
 // netproxy capped at -replica-rate MB/s per direction, with one SFTP
 // channel per host so that the cap is the host's. Parallel readers read
 // through a mount of one host alone, then through a mount of the replica
-// set of both. The mounts are made in this process with fusefs.Mount
-// (namespace.Single over the host's remote or over the set).
+// set of both (`sshfsm a0,a1:dir`).
 
 const replicaOneKey = "sshfsm-1-replica"
 
@@ -104,7 +104,7 @@ func runReplica(ctx context.Context, e *env, r *results) error {
 			return err
 		}
 	}
-	e.note("replica: sshd on %s and %s serving one directory, each behind a netproxy capped at %g MB/s per direction, 1 SFTP channel per host; %d files of %d MiB read in parallel (1 MiB reads); mounted in this process with fusefs.Mount",
+	e.note("replica: sshd on %s and %s serving one directory, each behind a netproxy capped at %g MB/s per direction, max_conns=1; %d files of %d MiB read in parallel (1 MiB reads) through `sshfsm a0:dir` and `sshfsm a0,a1:dir`",
 		e.host.Addr, re.host2.Addr, e.c.replicaRate, replicaReaders, e.c.replicaMiB)
 	one, set := replicaTools()[0], &tool{key: sshfsmKey, name: "sshfsm"}
 	for rep := 1; rep <= e.c.repeats; rep++ {
@@ -128,8 +128,34 @@ func runReplica(ctx context.Context, e *env, r *results) error {
 }
 
 // replicaRead mounts the first n hosts (the host alone for 1, a replica
-// set otherwise), reads every file in parallel and returns MiB/s.
+// set otherwise) with the sshfsm binary (`-o max_conns=1 a0,a1:dir`), or
+// in this process when the binary is not measured, reads every file in
+// parallel and returns MiB/s.
 func replicaRead(ctx context.Context, e *env, re *replicaEnv, dir string, n int) (float64, error) {
+	var bin *tool
+	for _, t := range e.tools {
+		if t.key == sshfsmKey {
+			bin = t
+		}
+	}
+	if bin == nil {
+		return replicaReadInProcess(ctx, e, re, dir, n)
+	}
+	t := &tool{key: bin.key, name: bin.name, argv: func(cfg, alias, dir, mnt string) []string {
+		argv := bin.argv(cfg, alias, dir, mnt)
+		return append([]string{argv[0], "-o", "max_conns=1"}, argv[1:]...)
+	}}
+	m, err := doMount(ctx, t, re.cfg, strings.Join(re.aliases[:n], ","), dir, filepath.Join(e.work, "mnt", "replica"))
+	if err != nil {
+		return 0, err
+	}
+	defer unmount(m)
+	return parallelRead(ctx, m.path)
+}
+
+// replicaReadInProcess is replicaRead with a mount served by this process
+// (fusefs.Mount over the host's remote or over a replica.Set).
+func replicaReadInProcess(ctx context.Context, e *env, re *replicaEnv, dir string, n int) (float64, error) {
 	var ms []replica.Member
 	var hosts []*transport.Host
 	defer func() {
