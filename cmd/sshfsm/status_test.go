@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -215,6 +216,11 @@ func TestStatusStoppedDaemon(t *testing.T) {
 	}
 	syscall.Kill(pids[0], syscall.SIGSTOP)
 	defer syscall.Kill(pids[0], syscall.SIGCONT)
+	// kill returns before every thread has stopped; a busy machine lets
+	// the daemon answer one more query meanwhile.
+	if !waitStopped(pids[0], 5*time.Second) {
+		t.Fatalf("daemon %d not stopped 5s after SIGSTOP", pids[0])
+	}
 	for _, args := range [][]string{{"status", mnt}, {"status"}} {
 		r := sshfsm(t, 15*time.Second, args...)
 		expectFailure(t, r, config.ExitMount, "the sshfsm serving "+mnt+" (pid "+strconv.Itoa(pids[0])+") is not answering (no reply within 3s)")
@@ -222,4 +228,26 @@ func TestStatusStoppedDaemon(t *testing.T) {
 			t.Errorf("%q took %v", args, r.took)
 		}
 	}
+}
+
+// waitStopped waits until every thread of pid is stopped (state T).
+func waitStopped(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "stat"))
+		stopped := len(tasks) > 0
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			i := bytes.LastIndexByte(b, ')')
+			if err != nil || i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
