@@ -20,7 +20,9 @@ import (
 //
 //   - Read-only files: the size and mtime seen at open must be unchanged
 //     after re-opening, else the file fails with EIO for good (its data
-//     would mix two versions).
+//     would mix two versions). If the channel died before they were
+//     learned and before any read was answered, the re-opened file's
+//     become the reference.
 //   - Writable files: a write not acknowledged before the drop is sent
 //     again (pwrite is idempotent). The expected size (size at open or
 //     after Truncate, extended by acknowledged writes) must be found after
@@ -49,6 +51,9 @@ type file struct {
 	broken  error               // permanent failure
 	closed  bool
 	noSplit bool // extra channels refused (changed attributes)
+
+	readAny bool   // a read was answered (or sent, where that cannot be told)
+	epoch   uint64 // bumped when a re-open adopts the remote's attributes
 }
 
 var _ remote.File = (*file)(nil)
@@ -276,10 +281,46 @@ func (f *file) verify(a remote.Attr) error {
 		}
 		return nil
 	}
+	if !f.knownOK && !f.readAny {
+		// The channel died before the attributes at open were learned and
+		// before any read was answered: nothing read can mix with what
+		// the file holds now, which becomes the reference. A read
+		// answered meanwhile on the old handle is discarded (markRead).
+		f.known, f.knownOK = a, true
+		f.epoch++
+		return nil
+	}
 	if !f.knownOK || size != int64(f.known.Size) || !a.Mtime.Equal(f.known.Mtime) {
 		return errChanged
 	}
 	return nil
+}
+
+// readEpoch returns the reference's epoch, to be given to markRead.
+func (f *file) readEpoch() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch
+}
+
+// markRead records an answered read sent at epoch ep; false if a re-open
+// changed the reference since, when the answer must not be used.
+func (f *file) markRead(ep uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.epoch != ep {
+		return false
+	}
+	f.readAny = true
+	return true
+}
+
+// markSent records a read whose answer cannot be told apart (sent through
+// pkg/sftp), as if it had been answered.
+func (f *file) markSent() {
+	f.mu.Lock()
+	f.readAny = true
+	f.mu.Unlock()
 }
 
 // setHandle records sf, just opened on c; f.mu is held (or f is new).
@@ -446,8 +487,11 @@ func (f *file) readRaw(ctx context.Context, l *lease, dest []byte, off int64) (i
 			c.unbegin()
 			return 0, errNoRaw
 		}
+		ep := f.readEpoch()
 		n, err := f.h.rawRead(ctx, c, raw, l, dest, off)
 		switch {
+		case (err == nil || isAnswer(err)) && !f.markRead(ep):
+			continue // answered from before a re-open that changed the reference
 		case err == nil || isAnswer(err) || gaveUp(err):
 			return n, err
 		case errors.Is(err, os.ErrClosed):
@@ -462,6 +506,7 @@ func (f *file) readRaw(ctx context.Context, l *lease, dest []byte, off int64) (i
 func (f *file) readOneSFTP(ctx context.Context, l *lease, from, size int, off int64) (int, error) {
 	var n int
 	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
+		f.markSent()
 		var err error
 		n, err = sf.ReadAt(l.b[from:size], off+int64(from))
 		c.stats.bytesRead.Add(uint64(n))

@@ -222,3 +222,35 @@ func TestRequestCounters(t *testing.T) {
 		t.Errorf("WRITE counted without writes")
 	}
 }
+
+// A read-only file whose channel dies before its attributes at open were
+// learned takes the re-opened file's as reference when no read had been
+// answered yet, and fails with EIO when one had (it might mix two versions).
+func TestReopenBeforeAttributesLearned(t *testing.T) {
+	for _, readFirst := range []bool{false, true} {
+		h, ts, dir := dialTest(t, 1, nil)
+		want := randomFile(t, filepath.Join(dir, "f"), 5000)
+		rf, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := rf.(*file)
+		<-f.learned
+		f.mu.Lock()
+		f.knownOK = false // as if the FSTAT after open had never been answered
+		f.mu.Unlock()
+		f.mu.Lock()
+		f.readAny = readFirst
+		f.mu.Unlock()
+		ts.stream(0).drop()
+		got := make([]byte, len(want))
+		n, err := f.ReadAt(bg, got, 0)
+		switch {
+		case readFirst && !errors.Is(err, syscall.EIO):
+			t.Errorf("a read was sent before: got %d %v, want EIO", n, err)
+		case !readFirst && (n != len(want) || (err != nil && err != io.EOF) || !bytes.Equal(got, want)):
+			t.Errorf("no read before: got %d %v, want the file", n, err)
+		}
+		f.Close(bg)
+	}
+}

@@ -87,6 +87,7 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 		var n int
 		l.hold()
 		err = f.h.run(dctx, c, idempotent, func() error {
+			f.markSent()
 			var err error
 			n, err = sf.ReadAt(b, off)
 			c.stats.bytesRead.Add(uint64(n))
@@ -106,6 +107,7 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 	}
 	var n int
 	err = f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
+		f.markSent()
 		var err error
 		n, err = sf.ReadAt(b, off)
 		c.stats.bytesRead.Add(uint64(n))
