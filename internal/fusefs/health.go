@@ -54,17 +54,18 @@ func (f *filesys) watchHealth(srv *fuse.Server) {
 // followHealth refreshes the caches after each change; a change during a
 // refresh cancels it and starts another.
 func (f *filesys) followHealth(h remote.Health, done <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	stop := func() {}
+	defer func() { stop() }()
 	for {
 		ch := h.Changed()
 		select {
 		case <-ch:
 		case <-done:
-			cancel()
 			return
 		}
-		cancel()
-		ctx, cancel = context.WithCancel(context.Background())
+		stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		stop = cancel
 		f.log.Info("the hosts that answer changed; cached names are dropped", "up", h.Up())
 		go f.refresh(ctx)
 	}

@@ -1,6 +1,7 @@
 package namespace_test
 
 import (
+	"context"
 	"slices"
 	"syscall"
 	"testing"
@@ -204,4 +205,65 @@ func TestLayoutCoherence(t *testing.T) {
 	fl[1].set(true)
 	waitChanged(t, changed)
 	list("s/deep", "f")
+}
+
+// slow wraps a remote without Health whose lookups and listings hang
+// until their context ends, as a host that stopped answering but is not
+// known to be down yet.
+type slow struct {
+	remote.Remote
+}
+
+func (s slow) Lstat(ctx context.Context, p string) (remote.Attr, error) {
+	<-ctx.Done()
+	return remote.Attr{}, ctx.Err()
+}
+
+func (s slow) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A lookup answers as soon as a higher branch decides it, without waiting
+// for a lower branch that hangs; where the hanging branch's answer
+// matters, the call ends with its context.
+func TestAnswerAsSoonAsDecided(t *testing.T) {
+	d1, d2 := t.TempDir(), t.TempDir()
+	plant(t, d1, "one=1", "d/", "d/x=")
+	ns, err := namespace.NewUnion([]namespace.Branch{
+		{Name: "b1", Remote: dial(t, "b1", d1, false)},
+		{Name: "b2", Remote: slow{dial(t, "b2", d2, false)}},
+	}, namespace.UnionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	ctx := ctxT(t)
+	start := time.Now()
+	if a, err := ns.Lstat(ctx, "one"); err != nil || a.Size != 1 {
+		t.Fatalf("Lstat(one) = %v, %v", a, err)
+	}
+	if got := readAll(t, ns, "one"); got != "1" {
+		t.Fatalf("one = %q", got)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("answers took %v behind a hanging lower branch", el)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := ns.Lstat(short, "two"); errnoOf(err) != syscall.ETIMEDOUT {
+		t.Errorf("Lstat(two): %v, want ETIMEDOUT", err)
+	}
+	if _, err := ns.ReadDir(short, ""); errnoOf(err) != syscall.ETIMEDOUT {
+		t.Errorf("ReadDir: %v, want ETIMEDOUT", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("calls took %v past their deadline", el)
+	}
+	cancelled, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := ns.Lstat(cancelled, "d/x"); errnoOf(err) != syscall.EINTR {
+		t.Errorf("Lstat with a cancelled context: %v, want EINTR", err)
+	}
 }

@@ -41,8 +41,12 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
-// ParsePolicy parses a create policy name: epff, ff, mfs, lfs or rand.
+// ParsePolicy parses a create policy name: epff, ff, mfs, lfs or rand;
+// "" is the default, epff.
 func ParsePolicy(s string) (Policy, error) {
+	if s == "" {
+		return EPFF, nil
+	}
 	for p, name := range policyNames {
 		if s == name {
 			return Policy(p), nil

@@ -17,7 +17,10 @@ func TestParsePolicy(t *testing.T) {
 			t.Errorf("ParsePolicy(%q) = %v, %v", s, p, err)
 		}
 	}
-	for _, s := range []string{"", "EPFF", "mspmfs", "all"} {
+	if p, err := namespace.ParsePolicy(""); err != nil || p != namespace.EPFF {
+		t.Errorf(`ParsePolicy("") = %v, %v; want the default epff`, p, err)
+	}
+	for _, s := range []string{"EPFF", "mspmfs", "all", " ff"} {
 		if _, err := namespace.ParsePolicy(s); errnoOf(err) != syscall.EINVAL {
 			t.Errorf("ParsePolicy(%q): %v, want EINVAL", s, err)
 		}

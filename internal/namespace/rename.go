@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 )
 
@@ -16,8 +17,11 @@ import (
 // the rename, so that none reappears; copies on read-only branches stay
 // hidden below it.
 func (u *union) Rename(ctx context.Context, oldp, newp string, noReplace bool) error {
-	if oldp == "" || newp == "" {
+	switch {
+	case oldp == "" || newp == "":
 		return fmt.Errorf("rename the root: %w", syscall.EBUSY)
+	case strings.HasPrefix(newp, oldp+"/"):
+		return fmt.Errorf("rename %s into itself: %w", oldp, syscall.EINVAL)
 	}
 	lo, err := u.layout(ctx, parentOf(oldp))
 	if err != nil {
