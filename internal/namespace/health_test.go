@@ -2,6 +2,7 @@ package namespace_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -265,5 +266,23 @@ func TestAnswerAsSoonAsDecided(t *testing.T) {
 	stop()
 	if _, err := ns.Lstat(cancelled, "d/x"); errnoOf(err) != syscall.EINTR {
 		t.Errorf("Lstat with a cancelled context: %v, want EINTR", err)
+	}
+}
+
+// A directory removed behind the union's back answers ENOENT, not an
+// empty listing, though its layout was cached.
+func TestReadDirOfVanishedDirectory(t *testing.T) {
+	ns, dirs := setup(t, [][]string{{"d/"}, {"d/"}}, nil, namespace.UnionOptions{LayoutTTL: time.Hour})
+	ctx := ctxT(t)
+	if ents, err := ns.ReadDir(ctx, "d"); err != nil || len(ents) != 0 {
+		t.Fatalf("ReadDir(d) = %v, %v", names(ents), err)
+	}
+	for _, d := range dirs {
+		if err := os.Remove(d + "/d"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ns.ReadDir(ctx, "d"); errnoOf(err) != syscall.ENOENT {
+		t.Fatalf("ReadDir(d) after it went: %v, want ENOENT", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -203,11 +204,16 @@ func (u *union) ReadDir(ctx context.Context, dir string) ([]remote.DirEntry, err
 	if err != nil {
 		return nil, err
 	}
+	if !slices.ContainsFunc(lists, func(l []remote.DirEntry) bool { return l != nil }) {
+		// Gone from every branch since its layout was learned.
+		u.layouts.drop(dir, true)
+		return nil, fmt.Errorf("readdir %s: %w", dir, fs.ErrNotExist)
+	}
 	return u.merge(dir, l.in, lists, gen), nil
 }
 
-// readDirs lists dir in the branches of in; a branch where dir has gone
-// contributes nothing. The first other error ends the call at once.
+// readDirs lists dir in the branches of in, by branch; a branch where dir
+// has gone contributes nil. The first other error ends the call at once.
 func (u *union) readDirs(ctx context.Context, in set, dir string) ([][]remote.DirEntry, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -234,6 +240,9 @@ func (u *union) readDirs(ctx context.Context, in set, dir string) ([][]remote.Di
 		switch {
 		case a.err == nil:
 			lists[a.i] = a.ents
+			if lists[a.i] == nil {
+				lists[a.i] = []remote.DirEntry{}
+			}
 		case !absent(a.err):
 			return nil, a.err
 		}
