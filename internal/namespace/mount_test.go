@@ -46,6 +46,7 @@ func (l *logBuf) String() string {
 // mount serves ns at a fresh mountpoint with the CLI's default timeouts.
 func mount(t *testing.T, ns namespace.Namespace) (string, *logBuf) {
 	t.Helper()
+	testenv.RequireFUSE(t)
 	mnt, logs := t.TempDir(), &logBuf{}
 	o := fusefs.Options{
 		AttrTimeout: 20 * time.Second, EntryTimeout: 20 * time.Second,
@@ -237,6 +238,37 @@ func TestMountHostDownAndUp(t *testing.T) {
 	t.Cleanup(func() { u.Close() })
 	mnt, logs := mount(t, u)
 	checkDownUp(t, mnt, data, logs, sw.cut, sw.restore)
+}
+
+// The same with real sshd hosts: host2's sshd is killed and restarted.
+func TestMountSSHHostKilledAndRestarted(t *testing.T) {
+	testenv.RequireFUSE(t)
+	hosts, _ := testenv.StartHosts(t, 2)
+	plant(t, hosts[0].Dir, "a=home", "proj/", "proj/mine=")
+	plant(t, hosts[1].Dir, "data/", "data/set1.csv=1,2,3", "proj/", "proj/theirs=")
+	var brs []namespace.Branch
+	for _, th := range hosts {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		h, err := transport.Dial(ctx, transport.Options{Host: th.Alias, SSHArgs: th.SSHArgs(), Dir: th.Dir,
+			Conns: 1, Timeout: 5 * time.Second, Reconnect: true})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		brs = append(brs, namespace.Branch{Name: th.Alias, Remote: h.Remote()})
+	}
+	u, err := namespace.NewUnion(brs, namespace.UnionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	mnt, logs := mount(t, u)
+	checkDownUp(t, mnt, hosts[1].Dir, logs, hosts[1].Kill, func() {
+		if err := hosts[1].Restart(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // checkDownUp runs the scenario: host2's names show, vanish while it is
