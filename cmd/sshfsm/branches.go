@@ -21,7 +21,8 @@ import (
 type endpoint struct {
 	branch int // index in cfg.Branches
 	conf   config.Endpoint
-	host   *transport.Host // set when connected at mount time
+	host   *transport.Host // set when connected at mount time (maybe shared)
+	tree   remote.Remote   // the branch's directory on host
 	lazy   *redial.Remote  // set when unreachable at mount time
 	err    error           // the dial error at mount time
 }
@@ -30,8 +31,8 @@ type endpoint struct {
 // it is not.
 func (e *endpoint) remote() remote.Remote {
 	switch {
-	case e.host != nil:
-		return e.host.Remote()
+	case e.tree != nil:
+		return e.tree
 	case e.lazy != nil:
 		return e.lazy
 	}
@@ -71,9 +72,11 @@ func (t *tree) Close() error {
 // connect dials every host of every branch. A single host dials as sshfs
 // does (it may prompt). With several, all are dialled at once without
 // prompts; hosts that then want a password or passphrase are dialled
-// again one after the other, free to prompt. A host that cannot be reached
-// is retried in the background unless require_all says otherwise; any other
-// failure (authentication, missing directory) ends the mount.
+// again one after the other, free to prompt. Branches on the same host
+// reached the same way share one connection, so it asks at most once. A
+// host that cannot be reached is retried in the background unless
+// require_all says otherwise; any other failure (authentication, missing
+// directory) ends the mount.
 func connect(ctx context.Context, cfg *config.Config, log *slog.Logger) ([]*endpoint, error) {
 	var eps []*endpoint
 	for i, b := range cfg.Branches {
@@ -87,10 +90,20 @@ func connect(ctx context.Context, cfg *config.Config, log *slog.Logger) ([]*endp
 		if e.err != nil {
 			return nil, dialError(cfg.Branches[0], e.conf, e.err)
 		}
+		e.tree = e.host.Remote()
 		return eps, nil
 	}
-	var wg sync.WaitGroup
+	groups := map[string][]*endpoint{} // by how the host is reached
+	var firsts []*endpoint
 	for _, e := range eps {
+		k := connKey(transportOptions(cfg, cfg.Branches[e.branch], e.conf, nil))
+		if groups[k] == nil {
+			firsts = append(firsts, e)
+		}
+		groups[k] = append(groups[k], e)
+	}
+	var wg sync.WaitGroup
+	for _, e := range firsts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -100,17 +113,43 @@ func connect(ctx context.Context, cfg *config.Config, log *slog.Logger) ([]*endp
 		}()
 	}
 	wg.Wait()
-	for _, e := range eps {
+	for _, e := range firsts {
 		// Wants a password or passphrase: now it may ask, one host at a time.
 		if errors.Is(e.err, transport.ErrAuth) && ctx.Err() == nil && !hostKeyFailure(e.err) {
 			e.host, e.err = transport.Dial(ctx, transportOptions(cfg, cfg.Branches[e.branch], e.conf, log))
 		}
+	}
+	for _, first := range firsts {
+		shareHost(ctx, cfg, first, groups[connKey(transportOptions(cfg, cfg.Branches[first.branch], first.conf, nil))])
 	}
 	if err := settle(ctx, cfg, eps, log); err != nil {
 		closeEndpoints(eps)
 		return nil, err
 	}
 	return eps, nil
+}
+
+// connKey tells apart the ways of reaching a host: endpoints with the same
+// key can share one connection.
+func connKey(o transport.Options) string {
+	return fmt.Sprintf("%q", []any{o.Host, o.User, o.Port, o.SSHCommand, o.SSHArgs,
+		o.SFTPServer, o.DirectPort, o.Conns, o.FailFast})
+}
+
+// shareHost gives the endpoints of one group the outcome of the first's
+// dial: the connected host, rooted at each one's directory, or the error.
+func shareHost(ctx context.Context, cfg *config.Config, first *endpoint, group []*endpoint) {
+	if first.err == nil {
+		first.tree = first.host.Remote()
+	}
+	for _, e := range group[1:] {
+		if first.err != nil {
+			e.err = first.err
+			continue
+		}
+		e.host = first.host
+		e.tree, e.err = first.host.RemoteAt(ctx, cfg.Branches[e.branch].Dir)
+	}
 }
 
 // settle decides what the dial results mean for the mount: fatal errors
@@ -271,8 +310,11 @@ func fsName(cfg *config.Config) string {
 // closeEndpoints closes what connect opened, when no tree was built.
 func closeEndpoints(eps []*endpoint) {
 	for _, e := range eps {
-		if r := e.remote(); r != nil {
-			r.Close()
+		if e.host != nil {
+			e.host.Close() // once per host; later calls do nothing
+		}
+		if e.lazy != nil {
+			e.lazy.Close()
 		}
 	}
 }

@@ -89,6 +89,9 @@ func (sb statusBranch) status() control.Branch {
 		}
 		if !resolved {
 			b.Dir, resolved = h.Root(), true
+			if root := transport.RootOf(e.tree); root != "" {
+				b.Dir = root
+			}
 		}
 		b.Hosts = append(b.Hosts, hostStatus(e.hostName(), h.Stats(), sb.reconnect))
 	}

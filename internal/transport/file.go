@@ -31,7 +31,8 @@ import (
 //     the file fails with EIO for good.
 type file struct {
 	h     *Host
-	name  string // tree path, for messages
+	r     hostRemote // the tree it was opened in
+	name  string     // tree path, for messages
 	abs   string
 	flags int // open flags for re-opening: without O_CREATE, O_EXCL, O_TRUNC
 	write bool
@@ -67,7 +68,7 @@ const reopenMask = os.O_CREATE | os.O_EXCL | os.O_TRUNC
 // file is first created exclusively so that perm is applied only to a file
 // this call created.
 func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
-	f := &file{h: r.h, name: p, abs: r.h.abs(p), flags: flags &^ reopenMask,
+	f := &file{h: r.h, r: r, name: p, abs: r.abs(p), flags: flags &^ reopenMask,
 		write: flags&(os.O_WRONLY|os.O_RDWR) != 0, sem: make(chan struct{}, 1),
 		handles: map[*channel]*sftp.File{}, raws: map[*channel]string{}, learned: make(chan struct{})}
 	dctx, cancel := r.h.withDeadline(ctx)
@@ -372,7 +373,7 @@ func (f *file) fail(op string, err error) error {
 	if errors.Is(err, os.ErrClosed) {
 		err = syscall.EBADF
 	}
-	return hostRemote{f.h}.fail(op, f.name, err)
+	return f.r.fail(op, f.name, err)
 }
 
 func (f *file) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
@@ -555,7 +556,7 @@ func (f *file) writeAt(ctx context.Context, l *lease, n int, off int64) (int, er
 	}
 	if err != nil {
 		if isFailure(err) {
-			err = hostRemote{f.h}.probe(ctx, f.name, err, probeSpace)
+			err = f.r.probe(ctx, f.name, err, probeSpace)
 		}
 		return 0, f.fail("write", err)
 	}
@@ -588,7 +589,7 @@ func (f *file) Truncate(ctx context.Context, size int64) error {
 	err := f.do(ctx, mutation, nil, func(_ *channel, sf *sftp.File) error { return sf.Truncate(size) })
 	if err != nil {
 		if isFailure(err) {
-			err = hostRemote{f.h}.settle(ctx, f.name, err, probeSpace)
+			err = f.r.settle(ctx, f.name, err, probeSpace)
 		}
 		return f.fail("truncate", err)
 	}

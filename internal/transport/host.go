@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,7 +341,41 @@ func (h *Host) live(n int) []*channel {
 }
 
 // Remote returns the remote tree rooted at the resolved Dir.
-func (h *Host) Remote() remote.Remote { return hostRemote{h} }
+func (h *Host) Remote() remote.Remote { return hostRemote{h: h, root: h.root, own: true} }
+
+// RemoteAt returns the tree rooted at another directory of the same host
+// (relative to the remote home, like Options.Dir), served by the same
+// channels: several branches of one host share its connections and its one
+// authentication. Its Close leaves the Host open. Errors are *DialError
+// (ErrNoDir, ErrNotDir) as for Dial.
+func (h *Host) RemoteAt(ctx context.Context, dir string) (remote.Remote, error) {
+	if dir == "" {
+		dir = "."
+	}
+	var root string
+	isDir := false
+	err := h.do(ctx, idempotent, func(c *channel) error {
+		var err error
+		if root, err = c.client.RealPath(dir); err != nil {
+			return err
+		}
+		fi, err := c.client.Stat(root)
+		isDir = err == nil && fi.IsDir()
+		return err
+	})
+	if err == nil && !isDir {
+		err = syscall.ENOTDIR // not from the transport: outside do's retries
+	}
+	switch {
+	case err == nil:
+		return hostRemote{h: h, root: root}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &DialError{Kind: ErrNoDir, Host: h.o.Host, Detail: fmt.Sprintf("%s: %v", dir, err)}
+	case errors.Is(err, syscall.ENOTDIR):
+		return nil, &DialError{Kind: ErrNotDir, Host: h.o.Host, Detail: fmt.Sprintf("%s: %v", dir, err)}
+	}
+	return nil, &DialError{Kind: ErrSSH, Host: h.o.Host, Detail: fmt.Sprintf("%s: %v", dir, err)}
+}
 
 // RemoteUser returns the owner of the remote home directory.
 func (h *Host) RemoteUser() (uid, gid uint32, ok bool) { return h.uid, h.gid, h.uidOK }
@@ -366,11 +399,6 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// abs maps a tree path to the remote absolute path, never leaving the root.
-func (h *Host) abs(p string) string {
-	return path.Join(h.root, path.Clean("/"+p))
-}
-
 // Up reports whether at least one channel is live.
 func (h *Host) Up() bool {
 	h.mu.Lock()
@@ -388,4 +416,13 @@ func (h *Host) Changed() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.changed
+}
+
+// RootOf returns the absolute remote directory of a tree of Remote or
+// RemoteAt; "" for any other remote.
+func RootOf(r remote.Remote) string {
+	if hr, ok := r.(hostRemote); ok {
+		return hr.root
+	}
+	return ""
 }

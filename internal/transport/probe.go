@@ -74,7 +74,7 @@ func (r hostRemote) probeStatFS(ctx context.Context, p string, space bool) error
 		if offered = c.ext("statvfs@openssh.com"); !offered {
 			return nil
 		}
-		v, err := c.client.StatVFS(r.h.abs(p))
+		v, err := c.client.StatVFS(r.abs(p))
 		if err == nil {
 			flag, bavail = v.Flag, v.Bavail
 		}

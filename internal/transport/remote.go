@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"syscall"
 	"time"
 
@@ -13,8 +14,18 @@ import (
 	"sshfsm/internal/remote"
 )
 
-// hostRemote serves remote.Remote over a Host's channels.
-type hostRemote struct{ h *Host }
+// hostRemote serves remote.Remote over a Host's channels, rooted at root
+// (the Host's own directory, or another one of RemoteAt).
+type hostRemote struct {
+	h    *Host
+	root string
+	own  bool // the Host's own tree: Close closes the Host
+}
+
+// abs maps a tree path to the remote absolute path, never leaving the root.
+func (r hostRemote) abs(p string) string {
+	return path.Join(r.root, path.Clean("/"+p))
+}
 
 var _ remote.Remote = hostRemote{}
 
@@ -51,9 +62,9 @@ func (r hostRemote) stat(ctx context.Context, p string, follow bool) (remote.Att
 		var fi os.FileInfo
 		var err error
 		if follow {
-			fi, err = c.client.Stat(r.h.abs(p))
+			fi, err = c.client.Stat(r.abs(p))
 		} else {
-			fi, err = c.client.Lstat(r.h.abs(p))
+			fi, err = c.client.Lstat(r.abs(p))
 		}
 		if err == nil {
 			a = attrOf(fi)
@@ -79,7 +90,7 @@ func (r hostRemote) Stat(ctx context.Context, p string) (remote.Attr, error) {
 func (r hostRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
 	var out []remote.DirEntry
 	err := r.h.do(ctx, idempotent, func(c *channel) error {
-		fis, err := c.client.ReadDir(r.h.abs(p))
+		fis, err := c.client.ReadDir(r.abs(p))
 		if err != nil {
 			return err
 		}
@@ -99,7 +110,7 @@ func (r hostRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, e
 func (r hostRemote) Readlink(ctx context.Context, p string) (string, error) {
 	var target string
 	err := r.h.do(ctx, idempotent, func(c *channel) error {
-		t, err := c.client.ReadLink(r.h.abs(p))
+		t, err := c.client.ReadLink(r.abs(p))
 		target = t
 		return err
 	})
@@ -110,7 +121,7 @@ func (r hostRemote) Readlink(ctx context.Context, p string) (string, error) {
 }
 
 func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
-	abs := r.h.abs(p)
+	abs := r.abs(p)
 	err := r.h.do(ctx, mutation, func(c *channel) error {
 		if err := c.client.Mkdir(abs); err != nil {
 			return err
@@ -127,7 +138,7 @@ func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
 // when REMOVE fails; the kernel never sends UNLINK for a directory it
 // knows, so that fallback only matters if the remote changed underneath.
 func (r hostRemote) Remove(ctx context.Context, p string) error {
-	abs := r.h.abs(p)
+	abs := r.abs(p)
 	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.Remove(abs) })
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeIsDir, probeFS)
@@ -136,7 +147,7 @@ func (r hostRemote) Remove(ctx context.Context, p string) error {
 }
 
 func (r hostRemote) Rmdir(ctx context.Context, p string) error {
-	abs := r.h.abs(p)
+	abs := r.abs(p)
 	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.RemoveDirectory(abs) })
 	switch statusCode(err) {
 	case fxFailure:
@@ -157,7 +168,7 @@ func (r hostRemote) Rename(ctx context.Context, oldp, newp string, noReplace boo
 			return r.fail("rename", newp, fs.ErrExist)
 		}
 	}
-	oldAbs, newAbs := r.h.abs(oldp), r.h.abs(newp)
+	oldAbs, newAbs := r.abs(oldp), r.abs(newp)
 	err := r.h.do(ctx, mutation, func(c *channel) error {
 		if !noReplace && c.ext("posix-rename@openssh.com") {
 			return c.client.PosixRename(oldAbs, newAbs)
@@ -173,7 +184,7 @@ func (r hostRemote) Rename(ctx context.Context, oldp, newp string, noReplace boo
 }
 
 func (r hostRemote) Symlink(ctx context.Context, target, linkp string) error {
-	abs := r.h.abs(linkp)
+	abs := r.abs(linkp)
 	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.Symlink(target, abs) })
 	if isFailure(err) {
 		err = r.settle(ctx, linkp, err, probeExists, probeFS)
@@ -182,7 +193,7 @@ func (r hostRemote) Symlink(ctx context.Context, target, linkp string) error {
 }
 
 func (r hostRemote) Link(ctx context.Context, oldp, newp string) error {
-	oldAbs, newAbs := r.h.abs(oldp), r.h.abs(newp)
+	oldAbs, newAbs := r.abs(oldp), r.abs(newp)
 	err := r.h.do(ctx, mutation, func(c *channel) error {
 		if !c.ext("hardlink@openssh.com") {
 			return syscall.ENOTSUP
@@ -198,7 +209,7 @@ func (r hostRemote) Link(ctx context.Context, oldp, newp string) error {
 // SetAttr applies the changes one SETSTAT at a time. SFTP sets atime and
 // mtime together (and uid with gid): a missing half is read from a stat.
 func (r hostRemote) SetAttr(ctx context.Context, p string, a remote.SetAttr) error {
-	abs := r.h.abs(p)
+	abs := r.abs(p)
 	var cur *remote.Attr
 	if (a.Atime == nil) != (a.Mtime == nil) || (a.UID == nil) != (a.GID == nil) {
 		st, err := r.stat(ctx, p, true)
@@ -262,7 +273,7 @@ func pickTime(v *time.Time, cur *remote.Attr, atime bool) time.Time {
 // synthetic filesystem.
 func (r hostRemote) StatFS(ctx context.Context, p string) (remote.StatFS, error) {
 	var s remote.StatFS
-	abs := r.h.abs(p)
+	abs := r.abs(p)
 	err := r.h.do(ctx, idempotent, func(c *channel) error {
 		if !c.ext("statvfs@openssh.com") {
 			s = syntheticStatFS
@@ -287,7 +298,14 @@ var syntheticStatFS = remote.StatFS{
 	Files: 1 << 30, Ffree: 1 << 30, Favail: 1 << 30, NameMax: 255,
 }
 
-func (r hostRemote) Close() error { return r.h.Close() }
+// Close closes the Host for its own tree; a tree of RemoteAt leaves the
+// Host to its owner.
+func (r hostRemote) Close() error {
+	if !r.own {
+		return nil
+	}
+	return r.h.Close()
+}
 
 var _ remote.Health = hostRemote{}
 

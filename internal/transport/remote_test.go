@@ -197,3 +197,55 @@ func TestPathsStayUnderRoot(t *testing.T) {
 		t.Fatalf("..-path escaped the root: %v", err)
 	}
 }
+
+// RemoteAt serves another directory of the host over the same channels;
+// closing it leaves the host working.
+func TestRemoteAt(t *testing.T) {
+	h, ts, dir := dialTest(t, 1, nil)
+	if err := os.MkdirAll(filepath.Join(dir, "other", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "top.txt"), []byte("top"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.RemoteAt(bg, filepath.Join(dir, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.Open(bg, "sub/new.txt", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bg, []byte("hello"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "other", "sub", "new.txt")); err != nil || string(b) != "hello" {
+		t.Fatalf("file through RemoteAt: %q %v", b, err)
+	}
+	if _, err := r.Lstat(bg, "top.txt"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("top.txt seen from other/: %v", err)
+	}
+	if _, err := r.Lstat(bg, "../top.txt"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("../top.txt escaped the root: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := h.Remote().Lstat(bg, "top.txt"); err != nil || a.Size != 3 {
+		t.Fatalf("host after closing RemoteAt: %+v %v", a, err)
+	}
+	if ts.count() != 1 {
+		t.Fatalf("%d sessions, want the one of Dial", ts.count())
+	}
+	for _, c := range []struct {
+		dir  string
+		kind error
+	}{{filepath.Join(dir, "nope"), ErrNoDir}, {filepath.Join(dir, "top.txt"), ErrNotDir}} {
+		if _, err := h.RemoteAt(bg, c.dir); !errors.Is(err, c.kind) {
+			t.Errorf("RemoteAt(%s): %v, want %v", c.dir, err, c.kind)
+		}
+	}
+}

@@ -51,16 +51,17 @@ func treeCommand(abs string, depth int, probe bool) string {
 var _ remote.TreeLister = hostRemote{}
 
 func (r hostRemote) ListTree(ctx context.Context, dir string, depth int, fn func(string, []remote.DirEntry)) error {
-	err := r.h.listTree(ctx, dir, depth, fn)
+	err := r.h.listTree(ctx, r.abs(dir), dir, depth, fn)
 	if err != nil {
 		return fmt.Errorf("list tree %s:%s: %w", r.h.o.Host, dir, err)
 	}
 	return nil
 }
 
-// listTree runs one tree listing. A host found unable to run it is
-// remembered as such.
-func (h *Host) listTree(ctx context.Context, dir string, depth int, fn func(string, []remote.DirEntry)) error {
+// listTree runs one tree listing of dir, the tree path whose remote
+// absolute path is abs. A host found unable to run it is remembered as
+// such.
+func (h *Host) listTree(ctx context.Context, abs, dir string, depth int, fn func(string, []remote.DirEntry)) error {
 	if h.x.mode == execNone || h.x.noTree.Load() {
 		return remote.ErrTreeUnsupported
 	}
@@ -68,7 +69,7 @@ func (h *Host) listTree(ctx context.Context, dir string, depth int, fn func(stri
 		depth = 0
 	}
 	p := newTreeParser(dir, depth, treeMaxEntries, fn)
-	err := h.Exec(ctx, treeCommand(h.abs(dir), depth, !h.x.gnuFind.Load()), p.read)
+	err := h.Exec(ctx, treeCommand(abs, depth, !h.x.gnuFind.Load()), p.read)
 	var ee *ExecError
 	switch {
 	case errors.Is(err, remote.ErrTreeTruncated):

@@ -93,7 +93,21 @@ func TestSeedHomeAndProject(t *testing.T) {
 		filepath.Join(project, "notes.txt"):           "project notes\n",
 		filepath.Join(project, "data1", "result.out"): "result\n",
 	})
-	m, _ := muxMount(t, login1, "-F", cfg, login1.Alias+":"+home, login1.Alias+":"+project)
+	m, _ := muxMount(t, login1, "-F", cfg, "-o", "max_conns=2", login1.Alias+":"+home, login1.Alias+":"+project)
+	// Both branches live on login1: one connection (and at most one
+	// password prompt) serves both.
+	eventually(t, 10*time.Second, "both channels up", func() error {
+		sessions := 0
+		for _, c := range children(m.daemonPID()) {
+			if strings.Contains(cmdline(c), "sftp") {
+				sessions++
+			}
+		}
+		if sessions != 2 {
+			return fmt.Errorf("%d ssh sessions, want max_conns=2 shared by both branches", sessions)
+		}
+		return nil
+	})
 
 	if got, want := names(t, m.Dir), []string{"data1", "data2", "notes.txt"}; !slices.Equal(got, want) {
 		t.Fatalf("root: %v, want %v", got, want)
