@@ -249,3 +249,19 @@ func (r *Remote) StatFS(ctx context.Context, p string) (remote.StatFS, error) {
 	}
 	return t.StatFS(ctx, p)
 }
+
+var _ remote.TreeLister = (*Remote)(nil)
+
+// ListTree lists through the connected host; while it is unreachable the
+// call fails (ENOTCONN), which is not a lasting refusal.
+func (r *Remote) ListTree(ctx context.Context, dir string, depth int, fn func(string, []remote.DirEntry)) error {
+	t, err := r.remote()
+	if err != nil {
+		return err
+	}
+	tl, ok := t.(remote.TreeLister)
+	if !ok {
+		return remote.ErrTreeUnsupported
+	}
+	return tl.ListTree(ctx, dir, depth, fn)
+}
