@@ -4,7 +4,8 @@
 //
 // # Unions
 //
-// A union layers branches in priority order, the first the highest.
+// A union layers up to 64 branches in priority order, the first the
+// highest.
 //
 // Lookup: the highest branch that holds a name wins; the union shows its
 // copy and its attributes. Directories of the same name merge,
@@ -17,6 +18,10 @@
 // changes keep it current; changes made on a host by others show after
 // LayoutTTL). A branch whose lookup fails with anything but "no such
 // file" where its answer could decide fails the call: its copy might win.
+//
+// Stat and Readlink ask the branch of the winning copy; Stat follows a
+// symlink inside that branch, so a target only another branch holds is not
+// found there (the kernel, resolving the link through the mount, finds it).
 //
 // ReadDir lists every contributing branch in parallel and returns each
 // name once with the attributes of its winning copy; a branch that fails
