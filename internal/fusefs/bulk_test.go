@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"sshfsm/internal/namespace"
+	"sshfsm/internal/remote"
 	"sshfsm/internal/testenv"
 	"sshfsm/internal/transport"
 )
@@ -85,11 +87,12 @@ func walkTree(t *testing.T, root string, width, chainLen int) int {
 	return dirs - 1
 }
 
-// findIn runs find in dir and returns its NUL-separated names, sorted.
+// findIn runs find on dir and returns the names it prints, relative to
+// dir, sorted. (find gets dir as an argument: a child that changed into a
+// directory of this process's own mount before exec could deadlock it.)
 func findIn(t *testing.T, dir string) []string {
 	t.Helper()
-	cmd := exec.Command("find", ".", "-print0")
-	cmd.Dir = dir
+	cmd := exec.Command("find", dir, "-print0")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
@@ -97,6 +100,11 @@ func findIn(t *testing.T, dir string) []string {
 		t.Fatalf("find in %s: %v: %s", dir, err, errb.String())
 	}
 	names := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	for i, n := range names {
+		if names[i] = strings.TrimPrefix(n, dir+"/"); n == dir {
+			names[i] = "."
+		}
+	}
 	sort.Strings(names)
 	return names
 }
@@ -191,5 +199,76 @@ func TestBulkFallback(t *testing.T) {
 	sameTree(t, filepath.Join(th.Dir, "more"), tm.path("more"))
 	if n := h.Stats().Requests["exec"]; n != 1 {
 		t.Errorf("%d execs after a second walk", n)
+	}
+}
+
+// scriptedLister is a remote whose tree listings publish what the real one
+// lists, then stop with err after publishing at most limit directories.
+type scriptedLister struct {
+	remote.Remote
+	limit int
+	err   error
+	calls atomic.Int32
+}
+
+func (s *scriptedLister) ListTree(ctx context.Context, dir string, depth int, fn func(string, []remote.DirEntry)) error {
+	s.calls.Add(1)
+	if s.limit == 0 {
+		return s.err
+	}
+	// Children first, as a real listing reports them.
+	var walk func(d string, level int) bool
+	published := 0
+	walk = func(d string, level int) bool {
+		ents, err := s.Remote.ReadDir(ctx, d)
+		if err != nil {
+			return false
+		}
+		for _, e := range ents {
+			if e.Attr.Mode&syscall.S_IFMT == syscall.S_IFDIR && level < depth && !walk(join(d, e.Name), level+1) {
+				return false
+			}
+		}
+		if published >= s.limit {
+			return false
+		}
+		published++
+		fn(d, ents)
+		return true
+	}
+	walk(dir, 0)
+	return s.err
+}
+
+// A failed bulk listing falls back to listing directory by directory, and
+// walks are not listed in bulk for a while.
+func TestBulkFailureFallsBack(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		limit int
+		err   error
+		min   int32 // bulk listings for two walks
+		max   int32
+	}{
+		{"failed", 0, syscall.ECONNRESET, 1, 1},
+		// Walks going on where a truncated listing did not reach start
+		// more listings there.
+		{"truncated", 5, remote.ErrTreeTruncated, 3, 20},
+		{"complete", 1 << 30, nil, 2, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var sl *scriptedLister
+			tm := mountWith(t, walkOpts(), func(r remote.Remote) remote.Remote {
+				sl = &scriptedLister{Remote: r, limit: c.limit, err: c.err}
+				return sl
+			})
+			walkTree(t, filepath.Join(tm.dir, "one"), 4, 3)
+			walkTree(t, filepath.Join(tm.dir, "two"), 4, 3)
+			sameTree(t, filepath.Join(tm.dir, "one"), tm.path("one"))
+			sameTree(t, filepath.Join(tm.dir, "two"), tm.path("two"))
+			if n := sl.calls.Load(); n < c.min || n > c.max {
+				t.Errorf("%d bulk listings, want %d to %d", n, c.min, c.max)
+			}
+		})
 	}
 }

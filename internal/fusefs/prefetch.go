@@ -41,19 +41,28 @@ const (
 	// levels, a walk of Go's source tree ran about 50 listings one after
 	// the other, with 24 one.
 	bulkDepthFactor = 4
+	// bulkRetry is how long walks are listed directory by directory
+	// after a bulk listing failed (the connection was down, the user's
+	// own ssh master refused the command...).
+	bulkRetry = 30 * time.Second
 )
 
 type prefetcher struct {
 	f *filesys
 
-	// mu guards stack and workers.
-	mu      sync.Mutex
-	stack   []prefetchJob
+	// mu guards stack, wanted and workers.
+	mu    sync.Mutex
+	stack []prefetchJob
+	// wanted holds the directories queued since, until a reader reads
+	// them (or it grows past maxWanted and starts afresh).
+	wanted  map[string]bool
 	workers int
 
 	// noBulk: the namespace cannot list trees; walks are prefetched
-	// directory by directory.
-	noBulk atomic.Bool
+	// directory by directory. bulkPause: after a failed bulk listing,
+	// none is tried before this time (unix nanoseconds).
+	noBulk    atomic.Bool
+	bulkPause atomic.Int64
 }
 
 type prefetchJob struct {
@@ -61,11 +70,22 @@ type prefetchJob struct {
 	depth int // levels below the directory read
 }
 
-func newPrefetcher(f *filesys) *prefetcher { return &prefetcher{f: f} }
+func newPrefetcher(f *filesys) *prefetcher {
+	return &prefetcher{f: f, wanted: map[string]bool{}}
+}
+
+// maxWanted bounds the directories remembered as queued.
+const maxWanted = 4 * prefetchQueue
 
 // read queues the subdirectories of dir, whose listing ents a reader or a
-// lookup just used; walking says the listing had been prefetched.
+// lookup just used; walking says the listing had been prefetched. A
+// reader that listed dir itself after it was queued got there before
+// the prefetcher: it is walking too.
 func (p *prefetcher) read(dir string, ents []remote.DirEntry, walking bool) {
+	p.mu.Lock()
+	walking = walking || p.wanted[dir]
+	delete(p.wanted, dir)
+	p.mu.Unlock()
 	if walking && p.bulk(dir, ents) {
 		return
 	}
@@ -104,6 +124,10 @@ func (p *prefetcher) subdirs(dir string, ents []remote.DirEntry, depth int) {
 			break
 		}
 		p.stack = append(p.stack, prefetchJob{join(dir, e.Name), depth + 1})
+		if len(p.wanted) >= maxWanted {
+			clear(p.wanted)
+		}
+		p.wanted[join(dir, e.Name)] = true
 	}
 	for p.workers < prefetchWorkers && p.workers < len(p.stack) {
 		p.workers++
@@ -155,12 +179,13 @@ func (f *filesys) listAhead(ctx context.Context, dir string) ([]remote.DirEntry,
 	return ents, err
 }
 
-// bulk lists the PrefetchDepth levels below dir, where a walk was
-// detected, in one request unless a bulk listing already covers them. It
-// reports false when the namespace cannot list trees.
+// bulk lists the levels below dir, where a walk was detected, in one
+// request unless a bulk listing already covers them. It reports false when
+// the namespace cannot list trees (or did not lately).
 func (p *prefetcher) bulk(dir string, ents []remote.DirEntry) bool {
 	tl, ok := p.f.ns.(remote.TreeLister)
-	if !ok || p.noBulk.Load() || !p.f.dirs.Enabled() || p.f.opts.PrefetchDepth <= 0 {
+	if !ok || p.noBulk.Load() || !p.f.dirs.Enabled() || p.f.opts.PrefetchDepth <= 0 ||
+		time.Now().UnixNano() < p.bulkPause.Load() {
 		return false
 	}
 	if !hasSubdirs(ents) {
@@ -192,6 +217,8 @@ func (p *prefetcher) runBulk(tl remote.TreeLister, b *cache.Bulk, dir string, en
 		return
 	case errors.Is(err, remote.ErrTreeUnsupported):
 		p.noBulk.Store(true)
+	default:
+		p.bulkPause.Store(time.Now().Add(bulkRetry).UnixNano())
 	}
 	p.subdirs(dir, ents, 0)
 }
