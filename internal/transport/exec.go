@@ -78,15 +78,13 @@ const maxSocketPath = 88
 // setup decides how the host runs commands and creates the socket
 // directory of a private master.
 func (x *execState) setup(ctx context.Context, o *Options) {
-	switch {
-	case o.Dialer != nil:
-		x.mode = execNone
-		return
-	case userMultiplexes(o):
-		x.mode = execUser
-		return
+	if o.Dialer != nil {
+		return // execNone
 	}
 	x.mode = execUser
+	if userMultiplexes(o) {
+		return
+	}
 	cfg := sshConfig(ctx, o)
 	if len(cfg) == 0 || cfg["controlmaster"] != "false" || !isDefault(cfg, "controlpath", "none") {
 		// ssh could not tell (a command that is not ssh?) or the user's
