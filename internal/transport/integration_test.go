@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sshfsm/internal/testenv"
 )
 
@@ -193,5 +195,28 @@ func TestSSHArgvDefaults(t *testing.T) {
 	argv := sshArgv(&o, extra, true)
 	if argv[0] != "ssh" || !contains(argv, "-oBatchMode=yes") || argv[len(argv)-3] != "-s" || argv[len(argv)-1] != "sftp" {
 		t.Errorf("argv %q", argv)
+	}
+}
+
+// The pipes to ssh are grown, and stay non-blocking for the poller.
+func TestGrowPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	growPipe(w)
+	rc, _ := w.SyscallConn()
+	var size, flags int
+	rc.Control(func(fd uintptr) {
+		size, _ = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
+		flags, _ = unix.FcntlInt(fd, unix.F_GETFL, 0)
+	})
+	if size < 256<<10 {
+		t.Errorf("pipe size %d after growPipe", size)
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		t.Error("growPipe made the pipe blocking")
 	}
 }
