@@ -73,17 +73,33 @@ func (p *treeParser) read(r io.Reader) error {
 			p.failed()
 			continue
 		}
-		rec, err := br.ReadBytes(0)
+		rec, err := readRecord(br)
 		if err != nil {
-			if err == io.EOF {
-				return fmt.Errorf("tree listing cut short: %w", io.ErrUnexpectedEOF)
-			}
 			return err
 		}
-		if err := p.record(rec[:len(rec)-1]); err != nil {
+		if err := p.record(rec); err != nil {
 			return err
 		}
 	}
+}
+
+// readRecord returns the rest of a record, without its NUL; the slice is
+// valid until the next read.
+func readRecord(br *bufio.Reader) ([]byte, error) {
+	rec, err := br.ReadSlice(0)
+	if err == bufio.ErrBufferFull {
+		// A path longer than the buffer: rare, so copy.
+		var rest []byte
+		rest, err = br.ReadBytes(0)
+		rec = append(append([]byte(nil), rec...), rest...)
+	}
+	if err == io.EOF {
+		return nil, fmt.Errorf("tree listing cut short: %w", io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec[:len(rec)-1], nil
 }
 
 // readMarker skips what the login shell may print before the marker line.
@@ -191,14 +207,22 @@ var (
 // parseTreeRecord decodes "y mode size uid gid atime mtime path". typ is
 // the %y letter, 0 for a file type without S_IF bits here.
 func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error) {
-	f := strings.SplitN(string(rec), " ", 8)
-	if len(f) != 8 || len(f[0]) != 1 || f[7] == "" {
+	var f [7][]byte
+	rest := rec
+	for i := range f {
+		sp := bytes.IndexByte(rest, ' ')
+		if sp < 0 {
+			return "", 0, a, fmt.Errorf("%w: %q", errTreeRecord, rec)
+		}
+		f[i], rest = rest[:sp], rest[sp+1:]
+	}
+	if len(f[0]) != 1 || len(rest) == 0 {
 		return "", 0, a, fmt.Errorf("%w: %q", errTreeRecord, rec)
 	}
-	mode, e1 := strconv.ParseUint(f[1], 8, 32)
-	size, e2 := strconv.ParseUint(f[2], 10, 64)
-	uid, e3 := strconv.ParseUint(f[3], 10, 32)
-	gid, e4 := strconv.ParseUint(f[4], 10, 32)
+	mode, e1 := strconv.ParseUint(string(f[1]), 8, 32)
+	size, e2 := strconv.ParseUint(string(f[2]), 10, 64)
+	uid, e3 := strconv.ParseUint(string(f[3]), 10, 32)
+	gid, e4 := strconv.ParseUint(string(f[4]), 10, 32)
 	at, e5 := wireSeconds(f[5])
 	mt, e6 := wireSeconds(f[6])
 	if err := errors.Join(e1, e2, e3, e4, e5, e6); err != nil {
@@ -209,16 +233,16 @@ func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error
 		typ = f[0][0]
 		a.Mode = bits | uint32(mode)&07777
 	}
-	return f[7], typ, a, nil
+	return string(rest), typ, a, nil
 }
 
 // wireSeconds turns find's "seconds.fraction" into the time SFTP carries:
 // st_mtime's seconds as an unsigned 32-bit number. find prints tv_sec and
 // then tv_nsec (-2.5 is tv_sec -2), so the seconds are the part before the
 // point.
-func wireSeconds(s string) (time.Time, error) {
-	whole, _, _ := strings.Cut(s, ".")
-	sec, err := strconv.ParseInt(whole, 10, 64)
+func wireSeconds(s []byte) (time.Time, error) {
+	whole, _, _ := bytes.Cut(s, []byte("."))
+	sec, err := strconv.ParseInt(string(whole), 10, 64)
 	if err != nil {
 		return time.Time{}, err
 	}
