@@ -103,6 +103,16 @@ func (h *Host) watchdog(c *channel, cl *call, start time.Time) {
 	}
 }
 
+// deadline is the call deadline of a call beginning now: the earlier of
+// ctx's and Options.Timeout from now.
+func (h *Host) deadline(ctx context.Context) time.Time {
+	d := time.Now().Add(h.o.Timeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		return cd
+	}
+	return d
+}
+
 // withDeadline bounds ctx by Options.Timeout.
 func (h *Host) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, h.o.Timeout)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/pkg/sftp"
 
@@ -420,11 +421,10 @@ func (f *file) read(ctx context.Context, l *lease, size int, off int64) (int, er
 // requests on the file's handle, sent past pkg/sftp when the handle's
 // string is known.
 func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int, error) {
-	dctx, cancel := f.h.withDeadline(ctx)
-	defer cancel()
+	deadline := f.h.deadline(ctx)
 	got := 0
 	for got < size {
-		n, err := f.readRaw(dctx, l, l.b[got:size], off+int64(got))
+		n, err := f.readRaw(ctx, deadline, l, l.b[got:size], off+int64(got))
 		if errors.Is(err, errNoRaw) {
 			n, err = f.readOneSFTP(ctx, l, got, size, off)
 			return got + n, err
@@ -440,6 +440,23 @@ func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int,
 	return got, nil
 }
 
+// live returns the channel of a usable handle, with one request counted
+// on it. Only a re-open, which may wait, gets a context bounded by
+// deadline: deriving one per request would cost a goroutine for each (the
+// FUSE layer's contexts are not the standard library's).
+func (f *file) live(ctx context.Context, deadline time.Time) (*channel, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c, _, err := f.current(); c != nil || err != nil {
+		return c, err
+	}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	c, _, err := f.acquire(dctx)
+	return c, err
+}
+
 // errNoRaw: the request cannot go past pkg/sftp (handle string unknown,
 // or larger than one packet).
 var errNoRaw = errors.New("request not sent past pkg/sftp")
@@ -447,10 +464,9 @@ var errNoRaw = errors.New("request not sent past pkg/sftp")
 // writeRaw sends one WRITE past pkg/sftp, on a live handle, re-opening the
 // file after a transport failure.
 func (f *file) writeRaw(ctx context.Context, data []byte, off int64) error {
-	dctx, cancel := f.h.withDeadline(ctx)
-	defer cancel()
+	deadline := f.h.deadline(ctx)
 	for {
-		c, _, err := f.acquire(dctx)
+		c, err := f.live(ctx, deadline)
 		if err != nil {
 			return err
 		}
@@ -461,7 +477,7 @@ func (f *file) writeRaw(ctx context.Context, data []byte, off int64) error {
 			c.unbegin()
 			return errNoRaw
 		}
-		err = f.h.rawWrite(dctx, c, raw, data, off)
+		err = f.h.rawWrite(ctx, deadline, c, raw, data, off)
 		switch {
 		case err == nil || isAnswer(err) || gaveUp(err):
 			return err
@@ -475,9 +491,9 @@ func (f *file) writeRaw(ctx context.Context, data []byte, off int64) error {
 
 // readRaw sends one READ past pkg/sftp, on a live handle, re-opening the
 // file after a transport failure; a short read is not an error.
-func (f *file) readRaw(ctx context.Context, l *lease, dest []byte, off int64) (int, error) {
+func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest []byte, off int64) (int, error) {
 	for {
-		c, _, err := f.acquire(ctx)
+		c, err := f.live(ctx, deadline)
 		if err != nil {
 			return 0, err
 		}
@@ -489,7 +505,7 @@ func (f *file) readRaw(ctx context.Context, l *lease, dest []byte, off int64) (i
 			return 0, errNoRaw
 		}
 		ep := f.readEpoch()
-		n, err := f.h.rawRead(ctx, c, raw, l, dest, off)
+		n, err := f.h.rawRead(ctx, deadline, c, raw, l, dest, off)
 		switch {
 		case (err == nil || isAnswer(err)) && !f.markRead(ep):
 			continue // answered from before a re-open that changed the reference

@@ -118,9 +118,9 @@ func (q *rawReq) finish(n int, err error) {
 // handle, with one READ request; dest lies in l. The request is counted on
 // c (begun by the caller, ended here). A short read is not an error; the
 // end of the file is io.EOF.
-func (h *Host) rawRead(ctx context.Context, c *channel, handle string, l *lease, dest []byte, off int64) (int, error) {
+func (h *Host) rawRead(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, dest []byte, off int64) (int, error) {
 	start := time.Now()
-	n, err := h.rawReadOn(ctx, c, handle, l, dest, off, start)
+	n, err := h.rawReadOn(ctx, deadline, c, handle, l, dest, off, start)
 	if gaveUp(err) {
 		c.end(start, nil) // not the session's failure
 	} else {
@@ -130,7 +130,7 @@ func (h *Host) rawRead(ctx context.Context, c *channel, handle string, l *lease,
 	return n, err
 }
 
-func (h *Host) rawReadOn(ctx context.Context, c *channel, handle string, l *lease, dest []byte, off int64, start time.Time) (int, error) {
+func (h *Host) rawReadOn(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, dest []byte, off int64, start time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -149,14 +149,14 @@ func (h *Host) rawReadOn(ctx context.Context, c *channel, handle string, l *leas
 		}
 		return 0, err
 	}
-	return h.rawWait(ctx, c, q, start)
+	return h.rawWait(ctx, deadline, c, q, start)
 }
 
 // rawWrite writes data at off of the file whose handle is handle with one
 // WRITE request, counted on c (begun by the caller, ended here).
-func (h *Host) rawWrite(ctx context.Context, c *channel, handle string, data []byte, off int64) error {
+func (h *Host) rawWrite(ctx context.Context, deadline time.Time, c *channel, handle string, data []byte, off int64) error {
 	start := time.Now()
-	err := h.rawWriteOn(ctx, c, handle, data, off, start)
+	err := h.rawWriteOn(ctx, deadline, c, handle, data, off, start)
 	if gaveUp(err) {
 		c.end(start, nil)
 	} else {
@@ -168,7 +168,7 @@ func (h *Host) rawWrite(ctx context.Context, c *channel, handle string, data []b
 	return err
 }
 
-func (h *Host) rawWriteOn(ctx context.Context, c *channel, handle string, data []byte, off int64, start time.Time) error {
+func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, handle string, data []byte, off int64, start time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -185,16 +185,22 @@ func (h *Host) rawWriteOn(ctx context.Context, c *channel, handle string, data [
 		}
 		return err
 	}
-	_, err = h.rawWait(ctx, c, q, start)
+	_, err = h.rawWait(ctx, deadline, c, q, start)
 	return err
 }
 
-// rawWait waits for q's answer or for ctx.
-func (h *Host) rawWait(ctx context.Context, c *channel, q *rawReq, start time.Time) (int, error) {
+// rawWait waits for q's answer, for ctx or for deadline.
+func (h *Host) rawWait(ctx context.Context, deadline time.Time, c *channel, q *rawReq, start time.Time) (int, error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	var err error
 	select {
 	case <-q.done:
 		return q.n, q.err
 	case <-ctx.Done():
+		err = ctx.Err()
+	case <-t.C:
+		err = context.DeadlineExceeded
 	}
 	// Given up: the request keeps its hold on l until answered; a session
 	// that does not answer it within Timeout is presumed dead.
@@ -208,7 +214,7 @@ func (h *Host) rawWait(ctx context.Context, c *channel, q *rawReq, start time.Ti
 	} else if !q.finished.Load() {
 		c.kill(context.DeadlineExceeded)
 	}
-	return 0, ctx.Err()
+	return 0, err
 }
 
 // readPacket appends an SSH_FXP_READ packet to b.
