@@ -14,11 +14,14 @@ import (
 // The union workload (group "union"): a second sshd on 127.0.0.4 holds a
 // directory of unionNames files, as the first host does. ls -l of a fresh
 // mount of the union of both (2 × unionNames names, the branches listed in
-// parallel) is compared with ls -l of one host's directory mounted alone.
+// parallel) is compared with ls -l of one host's directory mounted alone
+// (the target), and, to show what the union itself costs, with one host
+// alone holding all 2 × unionNames names.
 
 const (
-	unionOneKey = "sshfsm-1-host"
-	unionNames  = 1000
+	unionOneKey  = "sshfsm-1-host"
+	unionSameKey = "sshfsm-1-host-all"
+	unionNames   = 1000
 )
 
 var wUnionList = &workload{id: "union-list",
@@ -28,7 +31,8 @@ var wUnionList = &workload{id: "union-list",
 // unionTools are the configurations the union workload reports besides the
 // union itself, which is reported as sshfsm (the target applies to it).
 func unionTools() []*tool {
-	return []*tool{{key: unionOneKey, name: "sshfsm, one host"}}
+	return []*tool{{key: unionOneKey, name: "sshfsm, one host"},
+		{key: unionSameKey, name: fmt.Sprintf("sshfsm, one host with all %d names", 2*unionNames)}}
 }
 
 func runUnion(ctx context.Context, e *env, r *results) error {
@@ -50,15 +54,15 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 	if err := testenv.WriteSSHConfig(cfg, e.host, host2); err != nil {
 		return err
 	}
-	dirA, dirB := e.dir("union-a"), filepath.Join(host2.Dir, "union-b")
-	for _, d := range []struct{ dir, prefix string }{{dirA, "a"}, {dirB, "b"}} {
+	dirA, dirB, dirAll := e.dir("union-a"), filepath.Join(host2.Dir, "union-b"), e.dir("union-all")
+	for _, d := range []struct{ dir, prefix string }{{dirA, "a"}, {dirB, "b"}, {dirAll, "a"}, {dirAll, "b"}} {
 		if err := fillNames(d.dir, d.prefix, unionNames); err != nil {
 			return err
 		}
 	}
 	e.note("union: a second sshd on %s; %d files in a directory of each host; ls -l of a fresh mount after dropping caches",
 		host2.Addr, unionNames)
-	one, union := unionTools()[0], &tool{key: sshfsmKey, name: "sshfsm"}
+	one, same, union := unionTools()[0], unionTools()[1], &tool{key: sshfsmKey, name: "sshfsm"}
 	mnt := filepath.Join(e.work, "mnt", "union")
 	for rep := 1; rep <= e.c.repeats; rep++ {
 		for _, c := range []struct {
@@ -67,11 +71,16 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 		}{
 			{one, []string{e.host.Alias + ":" + dirA}},
 			{union, []string{e.host.Alias + ":" + dirA, host2.Alias + ":" + dirB}},
+			{same, []string{e.host.Alias + ":" + dirAll}},
 		} {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			v, err := listFresh(ctx, bin, cfg, c.branches, mnt, unionNames*len(c.branches))
+			want := unionNames * len(c.branches)
+			if c.t == same {
+				want = 2 * unionNames
+			}
+			v, err := listFresh(ctx, bin, cfg, c.branches, mnt, want)
 			if err != nil {
 				r.fail(c.t, wUnionList.id, err)
 				continue
