@@ -355,3 +355,36 @@ func exitCode(err error) int {
 	}
 	return 0
 }
+
+// Three hosts in one mountpoint: a union of two and a graft of the third,
+// each serving its own files; status lists all three up.
+func TestThreeHosts(t *testing.T) {
+	hosts, cfg := testenv.StartHosts(t, 3)
+	for i, h := range hosts {
+		writeFiles(t, map[string]string{filepath.Join(h.Dir, fmt.Sprintf("h%d.txt", i+1)): h.Alias + "\n"})
+	}
+	m, _ := muxMount(t, hosts[0], "-F", cfg,
+		hosts[0].Alias+":"+hosts[0].Dir, hosts[1].Alias+":"+hosts[1].Dir, "third="+hosts[2].Alias+":"+hosts[2].Dir)
+	if got, want := names(t, m.Dir), []string{"h1.txt", "h2.txt", "third"}; !slices.Equal(got, want) {
+		t.Fatalf("root: %v, want %v", got, want)
+	}
+	for p, want := range map[string]string{
+		m.Path("h1.txt"): hosts[0].Alias + "\n", m.Path("h2.txt"): hosts[1].Alias + "\n",
+		m.Path("third", "h3.txt"): hosts[2].Alias + "\n",
+	} {
+		if got := readString(t, p); got != want {
+			t.Errorf("%s: %q, want %q", p, got, want)
+		}
+	}
+	up := map[string]bool{}
+	for _, b := range status(t, m.Dir).Branches {
+		for _, h := range b.Hosts {
+			up[h.Name] = h.State == control.StateUp
+		}
+	}
+	for _, h := range hosts {
+		if !up[h.Alias] {
+			t.Errorf("status: %s not up: %v", h.Alias, up)
+		}
+	}
+}
