@@ -336,8 +336,16 @@ func TestOtherUserRefused(t *testing.T) {
 		t.Skip(py + " is needed to connect as another user")
 	}
 	base := t.TempDir()
-	for p := base; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
-		os.Chmod(p, 0o711)
+	// nobody must be able to reach the socket: every directory on the way
+	// gets search permission for others until the test ends.
+	for p := base; p != "/"; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o001 != 0 {
+			continue
+		}
+		mode := fi.Mode().Perm()
+		os.Chmod(p, mode|0o011)
+		t.Cleanup(func() { os.Chmod(p, mode) })
 	}
 	dir := filepath.Join(base, "rt")
 	s := listen(t, dir, "/mnt/a")
