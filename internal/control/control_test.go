@@ -353,9 +353,10 @@ func TestOtherUserRefused(t *testing.T) {
 	os.Chmod(s.Path(), 0o666)
 	script := `import socket,sys
 s=socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
-s.sendall(b'{"version":1,"op":"status"}\n')
-try: sys.stdout.write(repr(s.recv(100)))
-except ConnectionResetError: sys.stdout.write("reset")`
+try:
+    s.sendall(b'{"version":1,"op":"status"}\n')
+    sys.stdout.write(repr(s.recv(100)))
+except (ConnectionResetError, BrokenPipeError): sys.stdout.write("reset")`
 	cmd := exec.Command(py, "-c", script, s.Path())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()

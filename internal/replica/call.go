@@ -14,6 +14,11 @@ import (
 // gets proportionally less.
 const latencyTolerance = 2
 
+// minSamples is how many probes a member's latency needs before it counts:
+// the first few, taken while a mount starts and everything competes for
+// the CPU, are noise.
+const minSamples = 4
+
 // load is m's work: calls in flight and open files.
 func (m *member) load() float64 { return float64(m.inflight.Load() + m.handles.Load() + 1) }
 
@@ -30,7 +35,7 @@ func (s *Set) pickRead(tried uint64) *member {
 	defer s.pickMu.Unlock()
 	var fastest int64
 	for _, m := range s.members {
-		if l := m.ewma.Load(); tried&(1<<m.idx) == 0 && l > 0 && (fastest == 0 || l < fastest) {
+		if l := m.latency(); tried&(1<<m.idx) == 0 && l > 0 && (fastest == 0 || l < fastest) {
 			fastest = l
 		}
 	}
@@ -41,7 +46,7 @@ func (s *Set) pickRead(tried uint64) *member {
 			continue
 		}
 		sc := m.load()
-		if l := m.ewma.Load(); fastest > 0 && l > latencyTolerance*fastest {
+		if l := m.latency(); fastest > 0 && l > latencyTolerance*fastest {
 			sc *= float64(l) / float64(fastest)
 		}
 		if best == nil || sc < bestScore {
@@ -107,8 +112,17 @@ func (s *Set) call(ctx context.Context, m *member, k callKind, fn func(context.C
 	return err
 }
 
+// latency is m's smoothed probe latency, 0 until it has minSamples.
+func (m *member) latency() int64 {
+	if m.samples.Load() < minSamples {
+		return 0
+	}
+	return m.ewma.Load()
+}
+
 // sample folds one probe's latency into m's moving average (weight 1/4).
 func (m *member) sample(d time.Duration) {
+	m.samples.Add(1)
 	old := m.ewma.Load()
 	if old == 0 {
 		m.ewma.Store(int64(d))

@@ -12,7 +12,8 @@ package replica
 //     flight plus open files, times its latency relative to the fastest
 //     member's when that is more than latencyTolerance times larger. The
 //     latency is a moving average of probe round trips (an Lstat of the
-//     root every ProbeInterval on every member).
+//     root every ProbeInterval on every member); it counts only after a
+//     few probes, the first ones being noise while a mount starts.
 //   - An open file reads from the member it was opened on while that
 //     member stays healthy (readahead and server caches stay warm), so
 //     parallel readers of different files spread over the members.

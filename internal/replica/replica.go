@@ -134,7 +134,8 @@ type member struct {
 	up       atomic.Bool  // in service: not taken out
 	inflight atomic.Int64 // calls under way
 	handles  atomic.Int64 // open files served by this member
-	ewma     atomic.Int64 // smoothed latency of small calls, ns
+	ewma     atomic.Int64 // smoothed probe latency, ns
+	samples  atomic.Int64 // probes folded into ewma
 
 	requests, errors, failovers, rejoins atomic.Uint64
 	bytesRead, bytesWritten              atomic.Uint64
