@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -95,7 +96,9 @@ func (r *rawReads) has(id uint32) bool {
 func (r *rawReads) fail(err error) {
 	r.mu.Lock()
 	if r.err == nil {
-		r.err = fmt.Errorf("sftp session ended: %w", err)
+		// Not %w: a session that ended with io.EOF must not read as the
+		// server's end-of-file answer to the reads in flight.
+		r.err = fmt.Errorf("sftp session ended (%v): %w", err, syscall.ENOTCONN)
 	}
 	reqs := r.reqs
 	r.reqs = map[uint32]*rawReq{}

@@ -2,9 +2,11 @@ package transport
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -84,4 +86,25 @@ func TestRawWrites(t *testing.T) {
 	if n := h.Stats().Requests["WRITE"] - before; n < 4 {
 		t.Fatalf("%d WRITE requests counted, want at least 4", n)
 	}
+}
+
+// Reads in flight when their session ends fail as a lost connection, never
+// as the end of the file: the caller then reads again on a new channel.
+func TestRawReadsSessionEndIsNotEOF(t *testing.T) {
+	r := newRawReads()
+	l := getLease(10)
+	q := &rawReq{dest: l.b[:10], l: l, done: make(chan struct{})}
+	l.hold()
+	if _, err := r.add(q); err != nil {
+		t.Fatal(err)
+	}
+	r.fail(io.EOF)
+	<-q.done
+	if errors.Is(q.err, io.EOF) || isAnswer(q.err) || !errors.Is(q.err, syscall.ENOTCONN) {
+		t.Fatalf("read in flight got %v: want a lost connection, not an answer", q.err)
+	}
+	if _, err := r.add(&rawReq{done: make(chan struct{})}); errors.Is(err, io.EOF) || err == nil {
+		t.Fatalf("read after the end: %v", err)
+	}
+	l.release()
 }
