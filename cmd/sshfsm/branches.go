@@ -57,8 +57,7 @@ func (e *endpoint) hostName() string { return e.conf.Dest() }
 type tree struct {
 	ns        namespace.Namespace
 	endpoints []*endpoint
-	sets      map[int]*replica.Set // replica sets by branch index
-	closers   []func() error       // everything to close, in order
+	closers   []func() error // everything to close, in order
 }
 
 // Close closes the namespace's remotes.
@@ -212,7 +211,7 @@ func detailOf(err error) string {
 // branches with several hosts, a union of the union branches, grafts.
 // One branch of one host is served directly.
 func buildTree(cfg *config.Config, eps []*endpoint, log *slog.Logger) (*tree, error) {
-	t := &tree{endpoints: eps, sets: map[int]*replica.Set{}}
+	t := &tree{endpoints: eps}
 	perBranch := make([][]*endpoint, len(cfg.Branches))
 	for _, e := range eps {
 		perBranch[e.branch] = append(perBranch[e.branch], e)
@@ -234,7 +233,6 @@ func buildTree(cfg *config.Config, eps []*endpoint, log *slog.Logger) (*tree, er
 			t.Close()
 			return nil, config.Errorf(config.ExitUsage, "branch %s: %v", cfg.Branches[i].Spec, err)
 		}
-		t.sets[i] = set
 		t.closers = append([]func() error{set.Close}, t.closers...)
 		remotes[i] = set
 	}

@@ -13,26 +13,40 @@ import (
 // gets. Errors it cannot classify become EIO and are logged once per
 // distinct message.
 func (f *filesys) toErrno(err error) syscall.Errno {
-	if err == nil {
-		return 0
+	errno, known := classify(err)
+	if !known {
+		f.errs.once(f.log, err)
 	}
-	var errno syscall.Errno
+	return errno
+}
+
+// Errno is the errno the mount answers for err (EIO for anything it does
+// not know), without logging: for tests that check what a caller sees.
+func Errno(err error) syscall.Errno {
+	errno, _ := classify(err)
+	return errno
+}
+
+// classify maps err to its errno; known is false for the EIO of an error
+// no rule matched.
+func classify(err error) (errno syscall.Errno, known bool) {
 	switch {
+	case err == nil:
+		return 0, true
 	case errors.As(err, &errno):
-		return errno
+		return errno, true
 	case errors.Is(err, fs.ErrNotExist):
-		return syscall.ENOENT
+		return syscall.ENOENT, true
 	case errors.Is(err, fs.ErrExist):
-		return syscall.EEXIST
+		return syscall.EEXIST, true
 	case errors.Is(err, fs.ErrPermission):
-		return syscall.EACCES
+		return syscall.EACCES, true
 	case errors.Is(err, context.Canceled):
-		return syscall.EINTR
+		return syscall.EINTR, true
 	case errors.Is(err, context.DeadlineExceeded):
-		return syscall.ETIMEDOUT
+		return syscall.ETIMEDOUT, true
 	}
-	f.errs.once(f.log, err)
-	return syscall.EIO
+	return syscall.EIO, false
 }
 
 // errLog remembers which unclassified errors were logged already.

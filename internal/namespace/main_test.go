@@ -2,7 +2,6 @@ package namespace_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"sshfsm/internal/fusefs"
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 	"sshfsm/internal/testenv"
@@ -109,26 +109,7 @@ func tree(t testing.TB, dir string) []string {
 }
 
 // errnoOf maps err as the FUSE layer's translator does.
-func errnoOf(err error) syscall.Errno {
-	var errno syscall.Errno
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &errno):
-		return errno
-	case errors.Is(err, fs.ErrNotExist):
-		return syscall.ENOENT
-	case errors.Is(err, fs.ErrExist):
-		return syscall.EEXIST
-	case errors.Is(err, fs.ErrPermission):
-		return syscall.EACCES
-	case errors.Is(err, context.Canceled):
-		return syscall.EINTR
-	case errors.Is(err, context.DeadlineExceeded):
-		return syscall.ETIMEDOUT
-	}
-	return syscall.EIO
-}
+func errnoOf(err error) syscall.Errno { return fusefs.Errno(err) }
 
 // flaky wraps a remote with a Health the test sets. While down, every
 // call is counted and hangs until its context ends, as a call to an
