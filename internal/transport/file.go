@@ -298,14 +298,8 @@ func (f *file) verify(a remote.Attr) error {
 	return nil
 }
 
-// readEpoch returns the reference's epoch, to be given to markRead.
-func (f *file) readEpoch() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.epoch
-}
-
-// markRead records an answered read sent at epoch ep; false if a re-open
+// markRead records an answered read sent at epoch ep (f.epoch when it was
+// sent); false if a re-open
 // changed the reference since, when the answer must not be used.
 func (f *file) markRead(ep uint64) bool {
 	f.mu.Lock()
@@ -499,12 +493,12 @@ func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest [
 		}
 		f.mu.Lock()
 		raw, ok := f.raws[c]
+		ep := f.epoch
 		f.mu.Unlock()
 		if !ok {
 			c.unbegin()
 			return 0, errNoRaw
 		}
-		ep := f.readEpoch()
 		n, err := f.h.rawRead(ctx, deadline, c, raw, l, dest, off)
 		switch {
 		case (err == nil || isAnswer(err)) && !f.markRead(ep):
