@@ -34,7 +34,7 @@ func mountSSH(t *testing.T, th *testenv.Host, o Options) (*testMount, *transport
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	tm := &testMount{dir: th.Dir, mnt: t.TempDir(), logs: &logBuf{}}
+	tm := &testMount{dir: th.Dir, mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	o.Logger = slog.New(slog.NewTextHandler(tm.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := Mount(tm.mnt, namespace.Single(h.Remote()), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
 	if err != nil {

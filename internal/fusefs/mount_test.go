@@ -3,10 +3,8 @@ package fusefs
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +22,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 type testMount struct {
 	mnt, dir string
 	srv      *fuse.Server
-	logs     *logBuf
+	logs     *testenv.LogBuffer
 }
 
 // defaultOpts are the options the CLI chooses by default.
@@ -40,7 +38,7 @@ func defaultOpts() Options {
 // the remote (to inject faults).
 func mountWith(t *testing.T, o Options, wrap func(remote.Remote) remote.Remote) *testMount {
 	t.Helper()
-	tm := &testMount{dir: t.TempDir(), mnt: t.TempDir(), logs: &logBuf{}}
+	tm := &testMount{dir: t.TempDir(), mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	r := newRemote(t, tm.dir)
 	if wrap != nil {
 		r = wrap(r)
@@ -81,27 +79,6 @@ func (tm *testMount) unmount(t *testing.T) {
 }
 
 func (tm *testMount) path(p string) string { return tm.mnt + "/" + p }
-
-// logBuf collects log output for assertions.
-type logBuf struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
-}
-
-var _ io.Writer = (*logBuf)(nil)
 
 // newRemote serves dir through the real transport over an in-process
 // SFTP server.

@@ -13,10 +13,11 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/remote"
+	"sshfsm/internal/testenv"
 )
 
 func TestToErrno(t *testing.T) {
-	var logs logBuf
+	var logs testenv.LogBuffer
 	f := &filesys{log: slog.New(slog.NewTextHandler(&logs, nil))}
 	cases := []struct {
 		err  error

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,35 +18,11 @@ import (
 	"sshfsm/internal/transport"
 )
 
-// logBuf collects a mount's log.
-type logBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // mount serves ns at a fresh mountpoint with the CLI's default timeouts.
-func mount(t *testing.T, ns namespace.Namespace) (string, *logBuf) {
+func mount(t *testing.T, ns namespace.Namespace) (string, *testenv.LogBuffer) {
 	t.Helper()
 	testenv.RequireFUSE(t)
-	mnt, logs := t.TempDir(), &logBuf{}
+	mnt, logs := t.TempDir(), &testenv.LogBuffer{}
 	o := fusefs.Options{
 		AttrTimeout: 20 * time.Second, EntryTimeout: 20 * time.Second,
 		NegativeTimeout: 20 * time.Second, DirCacheTimeout: 20 * time.Second,
@@ -180,10 +155,10 @@ func TestMountUnionAndGraft(t *testing.T) {
 }
 
 // waitRefreshed waits until the mount has dropped its caches n times.
-func waitRefreshed(t *testing.T, logs *logBuf, n int) {
+func waitRefreshed(t *testing.T, logs *testenv.LogBuffer, n int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
-	for logs.count("caches refreshed") < n {
+	for logs.Count("caches refreshed") < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("the mount did not refresh its caches %d times", n)
 		}
@@ -274,7 +249,7 @@ func TestMountSSHHostKilledAndRestarted(t *testing.T) {
 // checkDownUp runs the scenario: host2's names show, vanish while it is
 // down (without waiting for its timeout), and show again once it is back,
 // including a name that was looked up in vain meanwhile.
-func checkDownUp(t *testing.T, mnt, data string, logs *logBuf, down, up func()) {
+func checkDownUp(t *testing.T, mnt, data string, logs *testenv.LogBuffer, down, up func()) {
 	t.Helper()
 	if got, want := ls(t, mnt), []string{"a", "data", "proj"}; !slices.Equal(got, want) {
 		t.Fatalf("ls = %v, want %v", got, want)

@@ -46,7 +46,7 @@ func startSSHSet(t *testing.T) *sshSet {
 		ss.th = append(ss.th, th)
 		ms = append(ms, Member{Name: h.Addr, Remote: th.Remote()})
 	}
-	logs := &logBuf{}
+	logs := &testenv.LogBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("replica log:\n%s", logs)
@@ -292,23 +292,4 @@ func TestSSHKillDuringWrite(t *testing.T) {
 	if st := ss.set.Stats(); st[0].Up || st[1].BytesWritten == 0 {
 		t.Fatalf("stats after the kill: %+v", st)
 	}
-}
-
-// logBuf collects log output for failed tests.
-type logBuf struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -253,7 +252,7 @@ func (m *Mount) startForeground(t *testing.T) {
 	t.Helper()
 	args := append(append([]string{"-f"}, m.args...), m.Dir)
 	cmd := exec.Command(binary(t), args...)
-	log := &syncBuffer{}
+	log := &testenv.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -286,22 +285,4 @@ func (m *Mount) startForeground(t *testing.T) {
 		}
 	}
 	t.Logf("mounted in the foreground: %s", strings.Join(args, " "))
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
