@@ -43,20 +43,24 @@ func (s *Set) probeLoop(m *member) {
 	tick := time.NewTicker(s.o.ProbeInterval)
 	defer tick.Stop()
 	for {
+		periodic := false
 		select {
 		case <-tick.C:
+			periodic = true
 		case <-m.kick:
 		case <-s.ctx.Done():
 			return
 		}
-		s.probe(m)
+		s.probe(m, periodic)
 	}
 }
 
 // probe sends an Lstat of the root to m, bounded by ProbeTimeout, when its
-// Health (if any) says up. Success is a latency sample and lets a member
-// out of service rejoin; a connection-level failure takes it out.
-func (s *Set) probe(m *member) {
+// Health (if any) says up. Success lets a member out of service rejoin and,
+// for a periodic probe, is a latency sample (probes kicked by health
+// reports come in bursts while connections start, when timings are
+// noise); a connection-level failure takes it out.
+func (s *Set) probe(m *member, periodic bool) {
 	if m.health != nil && !m.health.Up() {
 		return
 	}
@@ -67,7 +71,9 @@ func (s *Set) probe(m *member) {
 	switch {
 	case s.ctx.Err() != nil:
 	case err == nil:
-		m.sample(time.Since(start))
+		if periodic {
+			m.sample(time.Since(start))
+		}
 		s.rejoin(m)
 	case errors.Is(err, context.DeadlineExceeded) || connLevel(s.ctx, err):
 		s.takeOut(m, err)

@@ -80,7 +80,7 @@ func TestSpreadAndLocality(t *testing.T) {
 	}
 	for i, m := range st {
 		if share := float64(m.BytesRead) / float64(total); share < 0.3 || share > 0.7 {
-			t.Errorf("member %d served %.0f%% of the bytes, want 30–70%%", i, 100*share)
+			t.Errorf("member %d served %.0f%% of the bytes, want 30–70%%; %+v", i, 100*share, m)
 		}
 		if m.Handles != 4 {
 			t.Errorf("member %d holds %d handles, want 4", i, m.Handles)
