@@ -179,11 +179,19 @@ type lentResult struct {
 	data    []byte
 	release func()
 	once    sync.Once
+	vec     [1][]byte
 }
 
 func (r *lentResult) Bytes([]byte) ([]byte, fuse.Status) { return r.data, fuse.OK }
 func (r *lentResult) Size() int                          { return len(r.data) }
 func (r *lentResult) Done()                              { r.once.Do(r.release) }
+
+// Slices makes the reply a vectored write of the lent buffer itself; the
+// other paths copy the data out first or release it before the write.
+func (r *lentResult) Slices() ([][]byte, fuse.Status) {
+	r.vec[0] = r.data
+	return r.vec[:], fuse.OK
+}
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if h.w == nil {

@@ -163,6 +163,10 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 			// sends them one at a time, one round trip each.
 			ExtraCapabilities:    fuse.CAP_ASYNC_DIO,
 			EnableSymlinkCaching: true,
+			// Read data comes from SSH, never from a local descriptor, so
+			// splicing cannot apply; left on, go-fuse still tries it for
+			// every read reply and spends three system calls finding out.
+			DisableSplice: true,
 			// Asynchronous direct I/O and readahead are background
 			// requests; the default of 12 in flight held 4 KiB random
 			// reads at queue depth 32 to 23-24k IOPS, 64 gives 28-29k.

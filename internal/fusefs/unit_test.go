@@ -145,3 +145,25 @@ func TestFillAttr(t *testing.T) {
 		t.Errorf("remote ids %d %d, want 1 3", *sa.UID, *sa.GID)
 	}
 }
+
+// A lent read buffer goes back to the remote at Done. With splicing off,
+// go-fuse calls Done before writing the reply unless the result is
+// vectored, so lentResult must stay vectored and hand out its own buffer.
+func TestLentResultVectored(t *testing.T) {
+	released := false
+	data := []byte("lent bytes")
+	var r fuse.ReadResult = &lentResult{data: data, release: func() { released = true }}
+	v, ok := r.(interface{ Slices() ([][]byte, fuse.Status) })
+	if !ok {
+		t.Fatal("lentResult is not vectored: its buffer would be released before the reply is written")
+	}
+	s, st := v.Slices()
+	if !st.Ok() || len(s) != 1 || &s[0][0] != &data[0] || len(s[0]) != len(data) {
+		t.Fatalf("Slices() = %q, %v; want the lent buffer itself", s, st)
+	}
+	r.Done()
+	r.Done()
+	if !released {
+		t.Fatal("Done did not release the buffer")
+	}
+}
