@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"slices"
-	"sort"
 	"syscall"
 	"time"
 
@@ -209,7 +208,7 @@ func (u *union) ReadDir(ctx context.Context, dir string) ([]remote.DirEntry, err
 		u.layouts.drop(dir, true)
 		return nil, fmt.Errorf("readdir %s: %w", dir, fs.ErrNotExist)
 	}
-	return u.merge(dir, l.in, lists, gen), nil
+	return u.merge(dir, lists, gen), nil
 }
 
 // readDirs lists dir in the branches of in, by branch; a branch where dir
@@ -248,42 +247,6 @@ func (u *union) readDirs(ctx context.Context, in set, dir string) ([][]remote.Di
 		}
 	}
 	return lists, nil
-}
-
-// merge combines the listings of dir's branches and stores the layouts of
-// the subdirectories they reveal, unless the cache changed since gen.
-func (u *union) merge(dir string, in set, lists [][]remote.DirEntry, gen uint64) []remote.DirEntry {
-	type name struct {
-		c   copies
-		idx int // in out
-	}
-	names := map[string]*name{}
-	var out []remote.DirEntry
-	for i := range in.all() {
-		for _, e := range lists[i] {
-			if e.Name == "." || e.Name == ".." {
-				continue
-			}
-			n := names[e.Name]
-			if n == nil {
-				n = &name{c: copies{asked: in, attr: make([]remote.Attr, len(u.br))}, idx: len(out)}
-				names[e.Name] = n
-				out = append(out, e)
-			}
-			n.c.has = n.c.has.with(i)
-			n.c.attr[i] = e.Attr
-			if e.Attr.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-				n.c.dirs = n.c.dirs.with(i)
-			}
-		}
-	}
-	for nm, n := range names {
-		if n.c.isDir() {
-			u.layouts.put(join(dir, nm), n.c.dirLayout(), gen)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 // StatFS adds up the filesystems of the branches that are up, each
