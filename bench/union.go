@@ -8,15 +8,18 @@ import (
 	"strconv"
 	"strings"
 
+	"sshfsm/internal/netproxy"
 	"sshfsm/internal/testenv"
 )
 
-// The union workload (group "union"): a second sshd on 127.0.0.4 holds a
+// The union workloads (group "union"): a second sshd on 127.0.0.4 holds a
 // directory of unionNames files, as the first host does. ls -l of a fresh
 // mount of the union of both (2 × unionNames names, the branches listed in
 // parallel) is compared with ls -l of one host's directory mounted alone
 // (the target), and, to show what the union itself costs, with one host
-// alone holding all 2 × unionNames names.
+// alone holding all 2 × unionNames names; then a union of two branches
+// holding the same unionNames names (the union lists unionNames), and the
+// first comparison again with each host behind its own latency proxy.
 
 const (
 	unionOneKey  = "sshfsm-1-host"
@@ -24,15 +27,42 @@ const (
 	unionNames   = 1000
 )
 
-var wUnionList = &workload{id: "union-list",
-	title: fmt.Sprintf("union of 2 hosts: ls -l of a directory with %d names in each branch, fresh mount (sshfsm = union)", unionNames),
-	unit:  "s", target: &target{ref: unionOneKey, limit: 1.2}}
+var (
+	wUnionList = &workload{id: "union-list",
+		title: fmt.Sprintf("union of 2 hosts: ls -l of a directory with %d names in each branch, fresh mount (sshfsm = union)", unionNames),
+		unit:  "s", target: &target{ref: unionOneKey, limit: 1.2}}
+	wUnionOverlap = &workload{id: "union-list-overlap",
+		title: fmt.Sprintf("union of 2 hosts holding the same %d names: ls -l (%[1]d names listed), fresh mount (sshfsm = union)", unionNames),
+		unit:  "s"}
+	wUnionRTT = &workload{id: "union-list-rtt",
+		title: fmt.Sprintf("high RTT: union of 2 hosts, each behind its own proxy: ls -l of a directory with %d names in each branch, fresh mount (sshfsm = union; one host through its proxy too)", unionNames),
+		unit:  "s"}
+)
 
-// unionTools are the configurations the union workload reports besides the
+// unionTools are the configurations the union workloads report besides the
 // union itself, which is reported as sshfsm (the target applies to it).
 func unionTools() []*tool {
 	return []*tool{{key: unionOneKey, name: "sshfsm, one host"},
 		{key: unionSameKey, name: fmt.Sprintf("sshfsm, one host with all %d names", 2*unionNames)}}
+}
+
+// unionRun is one mount measured in every repeat; its sample counts for
+// each of ws (the one-host mount is the reference of two workloads).
+type unionRun struct {
+	label    string
+	t        *tool
+	branches []string
+	want     int // names ls -l must show
+	ws       []*workload
+}
+
+// unionEnv is the second host, the proxies in front of both hosts and
+// the ssh config reaching them directly and through the proxies.
+type unionEnv struct {
+	host2  *testenv.Host
+	proxy2 *netproxy.Proxy // the first host's is e.proxy
+	cfg    string
+	runs   []unionRun
 }
 
 func runUnion(ctx context.Context, e *env, r *results) error {
@@ -45,51 +75,89 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 	if bin == "" {
 		return fmt.Errorf("union: sshfsm is not among the tools")
 	}
-	host2, err := testenv.Start(testenv.Options{Addr: "127.0.0.4", Root: filepath.Join(e.work, "union-host")})
+	ue, err := newUnionEnv(e)
 	if err != nil {
 		return err
 	}
-	defer host2.Close()
-	cfg := filepath.Join(e.work, "ssh_config_union")
-	if err := testenv.WriteSSHConfig(cfg, e.host, host2); err != nil {
-		return err
-	}
-	dirA, dirB, dirAll := e.dir("union-a"), filepath.Join(host2.Dir, "union-b"), e.dir("union-all")
-	for _, d := range []struct{ dir, prefix string }{{dirA, "a"}, {dirB, "b"}, {dirAll, "a"}, {dirAll, "b"}} {
-		if err := fillNames(d.dir, d.prefix, unionNames); err != nil {
-			return err
-		}
-	}
-	e.note("union: a second sshd on %s; %d files in a directory of each host; ls -l of a fresh mount after dropping caches",
-		host2.Addr, unionNames)
-	one, same, union := unionTools()[0], unionTools()[1], &tool{key: sshfsmKey, name: "sshfsm"}
+	defer ue.close()
 	mnt := filepath.Join(e.work, "mnt", "union")
 	for rep := 1; rep <= e.c.repeats; rep++ {
-		for _, c := range []struct {
-			t        *tool
-			branches []string
-		}{
-			{one, []string{e.host.Alias + ":" + dirA}},
-			{union, []string{e.host.Alias + ":" + dirA, host2.Alias + ":" + dirB}},
-			{same, []string{e.host.Alias + ":" + dirAll}},
-		} {
+		for _, u := range ue.runs {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			want := unionNames * len(c.branches)
-			if c.t == same {
-				want = 2 * unionNames
-			}
-			v, err := listFresh(ctx, bin, cfg, c.branches, mnt, want)
+			v, err := listFresh(ctx, bin, ue.cfg, u.branches, mnt, u.want)
 			if err != nil {
-				r.fail(c.t, wUnionList.id, err)
+				r.fail(u.t, u.ws[0].id, err)
 				continue
 			}
-			r.add(wUnionList, c.t, v)
-			logf("union %d/%d %-14s %8.3f s", rep, e.c.repeats, c.t.key, v)
+			for _, w := range u.ws {
+				r.add(w, u.t, v)
+			}
+			logf("union %d/%d %-18s %8.3f s", rep, e.c.repeats, u.label, v)
 		}
 	}
+	var ratios []string
+	for _, w := range []*workload{wUnionList, wUnionOverlap, wUnionRTT} {
+		if s := r.ratio(w, sshfsmKey, unionOneKey); s != "" {
+			ratios = append(ratios, w.id+" "+s)
+		}
+	}
+	e.note("union: median union / one host: %s", strings.Join(ratios, ", "))
 	return nil
+}
+
+// newUnionEnv starts the second host and its proxy, writes the data and
+// the ssh config, and lists the mounts to measure.
+func newUnionEnv(e *env) (*unionEnv, error) {
+	host2, err := testenv.Start(testenv.Options{Addr: "127.0.0.4", Root: filepath.Join(e.work, "union-host")})
+	if err != nil {
+		return nil, err
+	}
+	ue := &unionEnv{host2: host2, cfg: filepath.Join(e.work, "ssh_config_union")}
+	target := host2.Addr + ":" + strconv.Itoa(host2.Port)
+	if ue.proxy2, err = netproxy.Listen(host2.Addr+":0", target, netproxy.Symmetric(e.c.rtt/2, 0)); err != nil {
+		ue.close()
+		return nil, err
+	}
+	// HostKeyAlias in the blocks through the proxies: host keys are
+	// still verified against the direct entries.
+	rtt1, rtt2 := e.host.Alias+"-union-rtt", host2.Alias+"-union-rtt"
+	blocks := []string{e.host.ConfigBlock(), host2.ConfigBlock(),
+		e.host.ConfigBlockVia(rtt1, e.host.Addr, e.proxy.Port()), host2.ConfigBlockVia(rtt2, host2.Addr, ue.proxy2.Port())}
+	if err := os.WriteFile(ue.cfg, []byte(strings.Join(blocks, "\n")), 0o600); err != nil {
+		ue.close()
+		return nil, err
+	}
+	// dirA2 holds the names of dirA: the overlap workload.
+	dirA, dirB, dirAll := e.dir("union-a"), filepath.Join(host2.Dir, "union-b"), e.dir("union-all")
+	dirA2 := filepath.Join(host2.Dir, "union-a")
+	for _, d := range []struct{ dir, prefix string }{{dirA, "a"}, {dirB, "b"}, {dirAll, "a"}, {dirAll, "b"}, {dirA2, "a"}} {
+		if err := fillNames(d.dir, d.prefix, unionNames); err != nil {
+			ue.close()
+			return nil, err
+		}
+	}
+	e.note("union: a second sshd on %s; %d files in a directory of each host (the same names on both for %s); ls -l of a fresh mount after dropping caches; for %s each sshd is reached through its own internal/netproxy adding %v RTT (ssh_config aliases with HostKeyAlias)",
+		host2.Addr, unionNames, wUnionOverlap.id, wUnionRTT.id, e.c.rtt)
+	a1, a2 := e.host.Alias+":", host2.Alias+":"
+	one, all, union := unionTools()[0], unionTools()[1], &tool{key: sshfsmKey, name: "sshfsm"}
+	ue.runs = []unionRun{
+		{"one-host", one, []string{a1 + dirA}, unionNames, []*workload{wUnionList, wUnionOverlap}},
+		{"union", union, []string{a1 + dirA, a2 + dirB}, 2 * unionNames, []*workload{wUnionList}},
+		{"one-host-all", all, []string{a1 + dirAll}, 2 * unionNames, []*workload{wUnionList}},
+		{"union-same-names", union, []string{a1 + dirA, a2 + dirA2}, unionNames, []*workload{wUnionOverlap}},
+		{"one-host-rtt", one, []string{rtt1 + ":" + dirA}, unionNames, []*workload{wUnionRTT}},
+		{"union-rtt", union, []string{rtt1 + ":" + dirA, rtt2 + ":" + dirB}, 2 * unionNames, []*workload{wUnionRTT}},
+	}
+	return ue, nil
+}
+
+func (ue *unionEnv) close() {
+	if ue.proxy2 != nil {
+		ue.proxy2.Close()
+	}
+	ue.host2.Close()
 }
 
 // fillNames creates n empty files prefixNNNN in dir.

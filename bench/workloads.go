@@ -56,5 +56,5 @@ var workloads = []*workload{
 	wFindCold, wFindWarm, wLsCold, wLsWarm, wGitCold, wGitWarm, wGrepCold, wGrepWarm,
 	wRTTSeqRead, wRTTSeqReadBuf, wRTTFind, wRTTGit,
 	wWalk, wRSS, wHWM,
-	wReplicaRead, wUnionList,
+	wReplicaRead, wUnionList, wUnionOverlap, wUnionRTT,
 }
