@@ -457,7 +457,7 @@ var errNoRaw = errors.New("request not sent past pkg/sftp")
 
 // writeRaw sends one WRITE past pkg/sftp, on a live handle, re-opening the
 // file after a transport failure.
-func (f *file) writeRaw(ctx context.Context, data []byte, off int64) error {
+func (f *file) writeRaw(ctx context.Context, l *lease, data []byte, off int64) error {
 	deadline := f.h.deadline(ctx)
 	for {
 		c, err := f.live(ctx, deadline)
@@ -471,7 +471,7 @@ func (f *file) writeRaw(ctx context.Context, data []byte, off int64) error {
 			c.unbegin()
 			return errNoRaw
 		}
-		err = f.h.rawWrite(ctx, deadline, c, raw, data, off)
+		err = f.h.rawWrite(ctx, deadline, c, raw, l, data, off)
 		switch {
 		case err == nil || isAnswer(err) || gaveUp(err):
 			return err
@@ -554,7 +554,7 @@ func (f *file) writeAt(ctx context.Context, l *lease, n int, off int64) (int, er
 	f.mu.Lock()
 	f.sentEnd = max(f.sentEnd, end)
 	f.mu.Unlock()
-	err := f.writeRaw(ctx, l.b[:n], off)
+	err := f.writeRaw(ctx, l, l.b[:n], off)
 	if errors.Is(err, errNoRaw) {
 		err = f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
 			_, err := sf.WriteAt(l.b[:n], off)

@@ -52,7 +52,8 @@ func newRawReads() *rawReads { return &rawReads{reqs: map[uint32]*rawReq{}} }
 // memory written; a WRITE has neither (its data is in the pipe once sent).
 type rawReq struct {
 	dest     []byte
-	l        *lease // nil for a WRITE
+	l        *lease // a READ's destination, or a WRITE's data
+	write    bool
 	n        int
 	err      error
 	finished atomic.Bool
@@ -156,10 +157,12 @@ func (h *Host) rawReadOn(ctx context.Context, deadline time.Time, c *channel, ha
 }
 
 // rawWrite writes data at off of the file whose handle is handle with one
-// WRITE request, counted on c (begun by the caller, ended here).
-func (h *Host) rawWrite(ctx context.Context, deadline time.Time, c *channel, handle string, data []byte, off int64) error {
+// WRITE request, counted on c (begun by the caller, ended here). data lies
+// in l, which the request holds until it is answered or its session ends:
+// the pipe to ssh may refer to data's pages instead of a copy of them.
+func (h *Host) rawWrite(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, data []byte, off int64) error {
 	start := time.Now()
-	err := h.rawWriteOn(ctx, deadline, c, handle, data, off, start)
+	err := h.rawWriteOn(ctx, deadline, c, handle, l, data, off, start)
 	if gaveUp(err) {
 		c.end(start, nil)
 	} else {
@@ -171,13 +174,15 @@ func (h *Host) rawWrite(ctx context.Context, deadline time.Time, c *channel, han
 	return err
 }
 
-func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, handle string, data []byte, off int64, start time.Time) error {
+func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, data []byte, off int64, start time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	q := &rawReq{done: make(chan struct{})}
+	q := &rawReq{l: l, write: true, done: make(chan struct{})}
+	l.hold()
 	id, err := c.raw.add(q)
 	if err != nil {
+		l.release()
 		return err
 	}
 	var buf [64]byte
@@ -251,7 +256,7 @@ func deliver(r io.Reader, q *rawReq, typ byte, rest int) error {
 	var small [4]byte
 	switch typ {
 	case fxpData:
-		if q.l == nil || rest < 4 {
+		if q.write || rest < 4 {
 			return errProtocol
 		}
 		if _, err := io.ReadFull(r, small[:]); err != nil {

@@ -14,7 +14,7 @@ import (
 // sends a packet that carries data (WRITE) with two writes (header, then
 // data). On a pipe to ssh each is a system call, and each write becomes an
 // SSH packet of its own. wireReader and wireWriter turn that into about one
-// system call per batch of replies and exactly one per request.
+// system call per batch of replies and at most one per request.
 
 // wireBuffer is the receive buffer of one session: at queue depth 32 it
 // holds a batch of small replies, and large replies bypass it (bufio reads
@@ -75,33 +75,51 @@ func (c countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// wireWriter sends each SFTP packet with one write, counts the bytes and
-// the requests by type. pkg/sftp writes one packet at a time, under its
-// own lock, so a packet's pieces arrive in consecutive calls: the pieces of
-// an incomplete packet are held back (never more than a header) until the
+// wireWriter sends each SFTP packet whole and counts the bytes and the
+// requests by type. pkg/sftp writes one packet at a time, under its own
+// lock, so a packet's pieces arrive in consecutive calls: the pieces of an
+// incomplete packet are held back (never more than a header) until the
 // call that completes it.
+//
+// Writers combine: while one goroutine is in a write system call, small
+// injected packets (READ requests) are queued, and that goroutine sends
+// them all with its next write. Under load ssh then reads a batch of
+// requests per wakeup and sends them in one SSH packet instead of one
+// each, which saves CPU in ssh, sshd and sftp-server as well as here.
 type wireWriter struct {
-	mu     sync.Mutex // serialises pkg/sftp's writes and injected packets
+	mu      sync.Mutex
+	turn    *sync.Cond // broadcast when a writer's turn ends
+	writing bool       // a goroutine is writing (mu is not held meanwhile)
+	queued  []byte     // whole packets for the current writer to send
+	spare   []byte     // the other queue buffer, reused
+	err     error      // the first write error: the session is broken
+
 	raw    *rawReads
 	w      io.WriteCloser
 	fd     syscall.RawConn // w's descriptor when it has one: writev
+	pipe   bool            // fd is a pipe: large data is spliced into it
 	h      *Host
 	held   []byte   // pieces of the current packet not yet written
 	head   [64]byte // first bytes of the current packet
 	nhead  int
 	remain int // bytes of the current packet (after its length) still to come
-	iov    [2][]byte
 }
 
 // maxHeld bounds what is held back: a packet header. Larger pieces are
 // written at once.
 const maxHeld = 1024
 
+// maxQueued bounds the queue of small packets: past it, injectors wait
+// for their turn instead.
+const maxQueued = 64 << 10
+
 func newWireWriter(w io.WriteCloser, h *Host, raw *rawReads) *wireWriter {
 	ww := &wireWriter{w: w, h: h, raw: raw}
+	ww.turn = sync.NewCond(&ww.mu)
 	if sc, ok := w.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			ww.fd = raw
+			ww.pipe = isPipe(raw)
 		}
 	}
 	return ww
@@ -110,71 +128,113 @@ func newWireWriter(w io.WriteCloser, h *Host, raw *rawReads) *wireWriter {
 func (c *wireWriter) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
 	c.parse(p)
 	if c.remain > 0 && len(c.held)+len(p) <= maxHeld {
 		c.held = append(c.held, p...)
 		return len(p), nil
 	}
-	err := c.send(p)
+	held := c.held
+	c.held = nil
+	err := c.send(held, p)
+	c.held = held[:0]
 	if err != nil {
 		return 0, err
 	}
+	c.h.wireOut.Add(uint64(len(held) + len(p)))
 	return len(p), nil
 }
 
-// inject writes one whole packet of our own, hdr then data. Pieces of a
+// inject sends one whole packet of our own, hdr then data. Pieces of a
 // pkg/sftp packet held back are not on the wire yet, so the packet never
-// splits one.
+// splits one. A packet without data may be queued for the goroutine
+// writing now; an error writing it breaks the session, and the reads
+// waiting for answers learn it from rawReads. data must stay unchanged
+// until the request is answered or the session ends: large data is
+// spliced into the pipe to ssh, which then refers to its pages.
 func (c *wireWriter) inject(hdr, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var err error
-	switch {
-	case len(data) == 0:
-		_, err = c.w.Write(hdr)
-	case c.fd != nil:
-		err = c.writev(hdr, data)
-	default:
-		if _, err = c.w.Write(hdr); err == nil {
-			_, err = c.w.Write(data)
-		}
-	}
-	if err != nil {
-		return err
+	if c.err != nil {
+		return c.err
 	}
 	c.h.wireOut.Add(uint64(len(hdr) + len(data)))
 	c.h.reqs.count(hdr[4:])
-	return nil
+	if len(data) == 0 && c.writing && len(c.queued)+len(hdr) <= maxQueued {
+		c.queued = append(c.queued, hdr...)
+		return nil
+	}
+	return c.send(hdr, data)
 }
 
-// send writes the held pieces followed by p.
-func (c *wireWriter) send(p []byte) error {
-	held := c.held
-	c.held = c.held[:0]
-	total := len(held) + len(p)
+// send waits for its turn, then writes the queued packets, a and b, and
+// whatever was queued meanwhile. mu is held on entry and on return, not
+// during the system calls.
+func (c *wireWriter) send(a, b []byte) error {
+	for c.writing {
+		c.turn.Wait()
+	}
+	if c.err != nil {
+		return c.err
+	}
+	c.writing = true
 	var err error
-	switch {
-	case len(held) == 0:
-		_, err = c.w.Write(p)
-	case c.fd != nil:
-		err = c.writev(held, p)
-	case len(p) <= maxHeld:
-		_, err = c.w.Write(append(held, p...))
-	default:
-		if _, err = c.w.Write(held); err == nil {
-			_, err = c.w.Write(p)
+	for {
+		batch := c.queued
+		c.queued = c.spare[:0]
+		c.mu.Unlock()
+		if len(b) >= minSplice && c.pipe {
+			if err = c.writeAll(batch, a); err == nil {
+				err = c.splice(b)
+			}
+		} else {
+			err = c.writeAll(batch, a, b)
+		}
+		c.mu.Lock()
+		c.spare = batch[:0]
+		a, b = nil, nil
+		if err != nil || len(c.queued) == 0 {
+			break
 		}
 	}
-	if err == nil {
-		c.h.wireOut.Add(uint64(total))
+	c.writing = false
+	if err != nil {
+		c.err = err
+		c.raw.fail(err)
 	}
+	c.turn.Broadcast()
 	return err
 }
 
-// writev writes a and b with as few system calls as the pipe allows.
-func (c *wireWriter) writev(a, b []byte) error {
-	c.iov[0], c.iov[1] = a, b
-	iov := c.iov[:]
+// writeAll writes the non-empty pieces in order, with as few system calls
+// as the pipe allows.
+func (c *wireWriter) writeAll(pieces ...[]byte) error {
+	var iov [3][]byte
+	n := 0
+	for _, p := range pieces {
+		if len(p) > 0 {
+			iov[n] = p
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if c.fd == nil || n == 1 {
+		for _, p := range iov[:n] {
+			if _, err := c.w.Write(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return c.writev(iov[:n])
+}
+
+// writev writes iov with writev calls on w's descriptor.
+func (c *wireWriter) writev(iov [][]byte) error {
 	var werr error
 	err := c.fd.Write(func(fd uintptr) bool {
 		for len(iov) > 0 {
@@ -200,11 +260,54 @@ func (c *wireWriter) writev(a, b []byte) error {
 		}
 		return true
 	})
-	c.iov[0], c.iov[1] = nil, nil
 	if err != nil {
 		return err
 	}
 	return werr
+}
+
+// minSplice is the smallest data spliced rather than copied into the
+// pipe: below it, pinning pages costs more than copying them.
+const minSplice = 32 << 10
+
+// splice hands b's pages to the pipe (vmsplice(2) without SPLICE_F_GIFT):
+// ssh copies the data out of them when it reads, one copy instead of two,
+// and the pipe needs no pages of its own.
+func (c *wireWriter) splice(b []byte) error {
+	var werr error
+	err := c.fd.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			iov := []unix.Iovec{{Base: &b[0]}}
+			iov[0].SetLen(len(b))
+			n, err := unix.Vmsplice(int(fd), iov, 0)
+			if err == unix.EAGAIN {
+				return false // wait until the pipe has room
+			}
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				werr = err
+				return true
+			}
+			b = b[n:]
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// isPipe reports whether the descriptor is a pipe.
+func isPipe(rc syscall.RawConn) bool {
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFIFO
 }
 
 func (c *wireWriter) Close() error { return c.w.Close() }
