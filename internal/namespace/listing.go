@@ -23,8 +23,9 @@ type copyRef struct {
 //
 // It sorts references to the entries by name, then branch, rather than
 // keeping a map of names: each name's copies end up adjacent with the
-// winning one first, and nothing is allocated per name, which matters for
-// directories of thousands of names.
+// winning one first, and nothing is allocated per name but the layout
+// of each subdirectory, which matters for directories of thousands of
+// files.
 func (u *union) merge(dir string, lists [][]remote.DirEntry, gen uint64) []remote.DirEntry {
 	refs := sortedRefs(lists)
 	out := make([]remote.DirEntry, 0, len(refs))
