@@ -4,6 +4,7 @@ package fusefs
 
 import (
 	"log/slog"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -90,7 +91,7 @@ type filesys struct {
 func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions) (*fuse.Server, error) {
 	fsys := newFilesys(ns, o)
 	fo := fsys.fsOptions(mo)
-	server, err := fs.Mount(mountpoint, fsys.root, fo)
+	server, err := mountWithReaders(mountpoint, fsys.root, fo)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +100,24 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	}
 	fsys.watchHealth(server)
 	return server, nil
+}
+
+// go-fuse keeps up to GOMAXPROCS goroutines blocked reading /dev/fuse
+// and starts a new one, on a small stack that then grows by copying,
+// whenever a request takes the last of them. And a goroutine blocked in a
+// system call holds its P until the runtime's monitor takes it back,
+// which it checks every 20 µs while no P is idle. With GOMAXPROCS at the
+// core count (2 cores), both happened on nearly every request: about a
+// sixth of the daemon's CPU at 4 KiB random reads went to stack copying
+// and to the monitor's wakeups. So go-fuse gets fuseReaders readers, and
+// there are enough Ps that blocked readers leave some idle.
+const fuseReaders = 8
+
+func mountWithReaders(mountpoint string, root fs.InodeEmbedder, fo *fs.Options) (*fuse.Server, error) {
+	procs := runtime.GOMAXPROCS(fuseReaders) // go-fuse sizes its pool from it
+	server, err := fs.Mount(mountpoint, root, fo)
+	runtime.GOMAXPROCS(max(procs, 2*fuseReaders))
+	return server, err
 }
 
 func newFilesys(ns namespace.Namespace, o Options) *filesys {
