@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fs"
+
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 	"sshfsm/internal/testenv"
@@ -271,4 +273,77 @@ func TestBulkFailureFallsBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mountFsys mounts a fresh remote directory like mountWith and returns its
+// filesys too, to look at the nodes a walk made.
+func mountFsys(t *testing.T, o Options) (*testMount, *filesys) {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	tm := &testMount{dir: t.TempDir(), mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
+	o.Logger = slog.New(slog.NewTextHandler(tm.logs, nil))
+	fsys := newFilesys(namespace.Single(newRemote(t, tm.dir)), o)
+	srv, err := fs.Mount(tm.mnt, fsys.root, fsys.fsOptions(MountOptions{FsName: "test", Subtype: "sshfsm"}))
+	if err != nil {
+		t.Fatalf("Mount: %v", err)
+	}
+	tm.srv = srv
+	t.Cleanup(func() {
+		tm.unmount(t)
+		if t.Failed() {
+			t.Logf("filesystem log:\n%s", tm.logs)
+		}
+	})
+	return tm, fsys
+}
+
+// nodesUnder counts the directories and files below p that have a node.
+func nodesUnder(fsys *filesys, p string) (dirs, files int) {
+	in := &fsys.root.Inode
+	for _, name := range strings.Split(p, "/") {
+		if in = in.GetChild(name); in == nil {
+			return 0, 0
+		}
+	}
+	var walk func(in *fs.Inode)
+	walk = func(in *fs.Inode) {
+		for _, ch := range in.Children() {
+			if ch.IsDir() {
+				dirs++
+				walk(ch)
+			} else {
+				files++
+			}
+		}
+	}
+	walk(in)
+	return dirs, files
+}
+
+// A walk's READDIRPLUS replies carry the entries of directories only,
+// until a walker looks up a file left out; then they carry every entry.
+// Names, types and attributes are the same either way.
+func TestWalkLeavesFilesOut(t *testing.T) {
+	tm, fsys := mountFsys(t, walkOpts())
+	dirs := walkTree(t, filepath.Join(tm.dir, "one"), 4, 3)
+	walkTree(t, filepath.Join(tm.dir, "two"), 4, 3)
+
+	findIn(t, tm.path("one"))
+	if d, f := nodesUnder(fsys, "one"); d != dirs || f != 0 {
+		t.Errorf("after find: nodes for %d directories (want %d) and %d files (want none)", d, dirs, f)
+	}
+	if !fsys.pre.filesLeftOut() {
+		t.Fatal("find looked files up")
+	}
+	// Stat every name: the files left out are looked up, with the
+	// attributes READDIRPLUS would have given.
+	sameTree(t, filepath.Join(tm.dir, "one"), tm.path("one"))
+	if fsys.pre.filesLeftOut() {
+		t.Fatal("looking up files left out did not turn full entries back on")
+	}
+	findIn(t, tm.path("two"))
+	if d, f := nodesUnder(fsys, "two"); d != dirs || f == 0 {
+		t.Errorf("after stats of files, find made nodes for %d directories (want %d) and %d files (want all)", d, dirs, f)
+	}
+	sameTree(t, filepath.Join(tm.dir, "two"), tm.path("two"))
 }

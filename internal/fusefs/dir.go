@@ -23,9 +23,13 @@ type dirHandle struct {
 	dir     string
 	fetched bool
 	ents    []remote.DirEntry // "." and ".." first
-	byName  map[string]int    // index into ents
-	pos     int               // next index to return
-	cur     fuse.DirEntry     // storage for the entry returned last
+	inos    []uint64          // inode number of ents[i] once returned, else 0
+	// noFiles: READDIRPLUS carries the entries of subdirectories only
+	// (prefetch.go, filesLeftOut).
+	noFiles bool
+	byName  map[string]int // index into ents; built by the first Lookup that needs it
+	pos     int            // next index to return
+	cur     fuse.DirEntry  // storage for the entry returned last
 }
 
 var (
@@ -79,16 +83,17 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 	d.ents = append(d.ents,
 		remote.DirEntry{Name: ".", Attr: remote.Attr{Mode: syscall.S_IFDIR}},
 		remote.DirEntry{Name: "..", Attr: remote.Attr{Mode: syscall.S_IFDIR}})
-	d.byName = make(map[string]int, len(list))
 	for _, e := range list {
 		if e.Name == "." || e.Name == ".." || namespace.ValidName(e.Name) != nil {
 			continue
 		}
-		d.byName[e.Name] = len(d.ents)
 		d.ents = append(d.ents, e)
 	}
+	d.inos = make([]uint64, len(d.ents))
+	d.byName = nil
 	d.fetched = true
-	d.n.fsys.pre.read(d.dir, list, ok && d.n.fsys.dirs.TakePrefetched(d.dir))
+	walking := d.n.fsys.pre.read(d.dir, list, ok && d.n.fsys.dirs.TakePrefetched(d.dir))
+	d.noFiles = walking && d.n.fsys.pre.filesLeftOut()
 	return 0
 }
 
@@ -102,51 +107,83 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		return nil, 0
 	}
 	e := d.ents[d.pos]
+	ino := d.inos[d.pos]
+	if ino == 0 {
+		var table bool
+		if ino, table = d.ino(e.Name); table {
+			d.inos[d.pos] = ino
+		}
+	}
+	d.cur = fuse.DirEntry{Name: e.Name, Mode: fileType(e.Attr), Ino: ino, Off: uint64(d.pos + 1)}
 	d.pos++
-	d.cur = fuse.DirEntry{Name: e.Name, Mode: fileType(e.Attr), Ino: d.ino(e.Name), Off: uint64(d.pos)}
 	return &d.cur, 0
 }
 
-// ino numbers an entry the way Lookup will.
-func (d *dirHandle) ino(name string) uint64 {
+// ino numbers an entry the way Lookup will. table says the number came
+// from the inode table (no node holds the name yet): the one Lookup would
+// take from there too, so it is kept for Lookup.
+func (d *dirHandle) ino(name string) (ino uint64, table bool) {
 	switch name {
 	case ".":
-		return d.n.StableAttr().Ino
+		return d.n.StableAttr().Ino, false
 	case "..":
 		if _, parent := d.n.Parent(); parent != nil {
-			return parent.StableAttr().Ino
+			return parent.StableAttr().Ino, false
 		}
-		return rootIno
+		return rootIno, false
 	}
 	if ch := d.n.GetChild(name); ch != nil {
-		return ch.StableAttr().Ino
+		return ch.StableAttr().Ino, false
 	}
-	return d.n.fsys.inos.get(join(d.dir, name))
+	return d.n.fsys.inos.get(join(d.dir, name)), true
 }
 
-// Lookup answers READDIRPLUS from the listing just read.
-func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// entry returns the attributes of name in the listing just read and the
+// inode number Readdirent took from the table for it (0 if none); noFiles
+// says files are left out. go-fuse asks for the entry Readdirent returned
+// last; others (a reply that overflowed, a read the kernel repeats) are
+// found by name.
+func (d *dirHandle) entry(name string) (a remote.Attr, ino uint64, noFiles, ok bool) {
 	d.mu.Lock()
-	i, ok := d.byName[name]
-	var a remote.Attr
-	if ok {
-		a = d.ents[i].Attr
+	defer d.mu.Unlock()
+	i := d.pos - 1
+	if i < 0 || i >= len(d.ents) || d.ents[i].Name != name {
+		if d.byName == nil {
+			d.byName = make(map[string]int, len(d.ents))
+			for j := 2; j < len(d.ents); j++ {
+				d.byName[d.ents[j].Name] = j
+			}
+		}
+		if i, ok = d.byName[name]; !ok {
+			return a, 0, false, false
+		}
 	}
-	d.mu.Unlock()
-	if !ok {
-		return d.n.Lookup(ctx, name, out)
+	return d.ents[i].Attr, d.inos[i], d.noFiles, true
+}
+
+// Lookup answers READDIRPLUS from the listing just read. An entry left
+// out (an error here) has node id 0: the kernel shows the name and its
+// type, and looks the name up when it is used.
+func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	a, ino, noFiles, ok := d.entry(name)
+	if !ok || name == "." || name == ".." {
+		return d.n.lookup(ctx, name, out)
+	}
+	if noFiles && fileType(a) != syscall.S_IFDIR {
+		d.n.filesLeftOut.Store(true)
+		return nil, syscall.ENOENT
+	}
+	if ch := d.n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
+		return d.n.lookup(ctx, name, out)
 	}
 	p := join(d.dir, name)
-	if ch := d.n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
-		return d.n.Lookup(ctx, name, out)
-	}
 	if d.n.fsys.opts.FollowSymlinks && isLink(a) {
 		var err error
 		if a, err = d.n.fsys.ns.Stat(ctx, p); err != nil {
 			return nil, d.n.fsys.toErrno(err)
 		}
 	}
-	return d.n.newChild(ctx, name, p, a, 0, out), 0
+	return d.n.newChildIno(ctx, name, p, ino, a, 0, out), 0
 }
 
 func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {

@@ -49,6 +49,9 @@ type node struct {
 
 	// kernelListed: the kernel may hold this directory's contents.
 	kernelListed atomic.Bool
+	// filesLeftOut: a read of this directory left the entries of files
+	// out of READDIRPLUS (prefetch.go).
+	filesLeftOut atomic.Bool
 }
 
 var (
@@ -105,8 +108,18 @@ func split(p string) (dir, name string) {
 	return p[:i], p[i+1:]
 }
 
-// Lookup answers from the parent's cached listing when it can.
+// Lookup answers from the parent's cached listing when it can. A file
+// whose entry a read of this directory left out being looked up means
+// that walkers stat files.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ch, errno := n.lookup(ctx, name, out)
+	if errno == 0 && n.filesLeftOut.Load() && ch.StableAttr().Mode != syscall.S_IFDIR {
+		n.fsys.pre.statsFiles()
+	}
+	return ch, errno
+}
+
+func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	dir, p, errno := n.childPath(name)
 	if errno != 0 {
 		return nil, errno
@@ -158,14 +171,23 @@ func (f *filesys) lookupAttr(ctx context.Context, dir, name, p string) (remote.A
 // the tree already holds when its file type still matches. end is the
 // end of the child's writes in flight before a was fetched.
 func (n *node) newChild(ctx context.Context, name, p string, a remote.Attr, end uint64, out *fuse.EntryOut) *fs.Inode {
+	return n.newChildIno(ctx, name, p, 0, a, end, out)
+}
+
+// newChildIno is newChild for a path whose inode number ino was just
+// taken from the table (0: not yet).
+func (n *node) newChildIno(ctx context.Context, name, p string, ino uint64, a remote.Attr, end uint64, out *fuse.EntryOut) *fs.Inode {
 	typ := fileType(a)
 	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Mode == typ {
 		ch.Operations().(*node).report(a, end, &out.Attr)
 		return ch
 	}
+	if ino == 0 {
+		ino = n.fsys.inos.get(p)
+	}
 	child := &node{fsys: n.fsys}
 	child.report(a, 0, &out.Attr)
-	return n.NewInode(ctx, child, fs.StableAttr{Mode: typ, Ino: n.fsys.inos.get(p)})
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: typ, Ino: ino})
 }
 
 // report fills out from a and remembers size and mtime. end is the end

@@ -63,6 +63,9 @@ type prefetcher struct {
 	// none is tried before this time (unix nanoseconds).
 	noBulk    atomic.Bool
 	bulkPause atomic.Int64
+	// fullUntil: until then (unix nanoseconds) readers during a walk get
+	// the entries of files too (statsFiles).
+	fullUntil atomic.Int64
 }
 
 type prefetchJob struct {
@@ -80,20 +83,44 @@ const maxWanted = 4 * prefetchQueue
 // read queues the subdirectories of dir, whose listing ents a reader or a
 // lookup just used; walking says the listing had been prefetched. A
 // reader that listed dir itself after it was queued got there before
-// the prefetcher: it is walking too.
-func (p *prefetcher) read(dir string, ents []remote.DirEntry, walking bool) {
+// the prefetcher: it is walking too. It reports whether a walk goes on.
+func (p *prefetcher) read(dir string, ents []remote.DirEntry, walking bool) bool {
 	p.mu.Lock()
 	walking = walking || p.wanted[dir]
 	delete(p.wanted, dir)
 	p.mu.Unlock()
 	if walking && p.bulk(dir, ents) {
-		return
+		return true
 	}
 	depth := 0
 	if !walking {
 		depth = p.f.opts.PrefetchDepth - 1
 	}
 	p.subdirs(dir, ents, depth)
+	return walking
+}
+
+// Entries of files during a walk. An entry in a READDIRPLUS reply makes
+// the kernel build an inode and go-fuse a node for it, most of what a
+// walk costs the kernel and this process. find, the commonest walker,
+// needs the entries of directories only (file types come with the
+// names); walkers that stat every file (ls -lR, du, grep -r) then look
+// each one up from the listing, one request each. So a directory read
+// during a walk leaves its files out of READDIRPLUS, until a name so left
+// out is looked up: walkers stat files, and for fullWindow every reader
+// gets every entry again.
+const fullWindow = 30 * time.Second
+
+// filesLeftOut reports whether a reader in a walk leaves out the entries
+// of files.
+func (p *prefetcher) filesLeftOut() bool {
+	return time.Now().UnixNano() >= p.fullUntil.Load()
+}
+
+// statsFiles records that a walker looked up a file whose entry its
+// directory's read left out.
+func (p *prefetcher) statsFiles() {
+	p.fullUntil.Store(time.Now().Add(fullWindow).UnixNano())
 }
 
 // walked is read for a lookup that found the listing of dir prefetched.
