@@ -153,7 +153,9 @@ func TestLentResultVectored(t *testing.T) {
 	released := false
 	data := []byte("lent bytes")
 	var r fuse.ReadResult = &lentResult{data: data, release: func() { released = true }}
-	v, ok := r.(interface{ Slices() ([][]byte, fuse.Status) })
+	v, ok := r.(interface {
+		Slices() ([][]byte, fuse.Status)
+	})
 	if !ok {
 		t.Fatal("lentResult is not vectored: its buffer would be released before the reply is written")
 	}
