@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -244,11 +246,16 @@ func TestSSHKillDuringRead(t *testing.T) {
 	waitStateFor(t, ss.set, victim, true, 45*time.Second)
 }
 
-// Killing the primary's sshd during a 256 MiB write through the mount,
-// then fsync: the file is byte-identical to what was written.
+// Killing the primary's sshd a third into a 1 GiB write through the
+// mount, then fsync: the file is byte-identical to what was written, and
+// the writes kept for replay stay within the handle's bound, far below the
+// size of the file.
 func TestSSHKillDuringWrite(t *testing.T) {
 	ss := startSSHSet(t)
-	const size = 256 << 20
+	const size = 1 << 30
+	heap := watchHeap()
+	defer heap.stop()
+	begin := time.Now()
 	f, err := os.Create(filepath.Join(ss.mnt, "out"))
 	if err != nil {
 		t.Fatal(err)
@@ -292,4 +299,62 @@ func TestSSHKillDuringWrite(t *testing.T) {
 	if st := ss.set.Stats(); st[0].Up || st[1].BytesWritten == 0 {
 		t.Fatalf("stats after the kill: %+v", st)
 	}
+	peak := heap.stop()
+	t.Logf("%d MiB written and synced across the kill in %v; peak live heap %d MiB, peak RSS %s",
+		size>>20, time.Since(begin).Round(time.Millisecond), peak>>20, peakRSS())
+	// A handle keeps at most twice ReplayLimit of acknowledged writes; the
+	// rest of the process (FUSE and SFTP buffers) is far below that.
+	if limit := uint64(2*DefaultReplayLimit + 64<<20); peak > limit {
+		t.Errorf("live heap reached %d MiB writing %d MiB, want at most %d MiB", peak>>20, size>>20, limit>>20)
+	}
+}
+
+// heapWatch samples the live heap (as of the latest garbage collection)
+// until stopped, keeping the peak.
+type heapWatch struct {
+	done chan struct{}
+	peak chan uint64
+	once sync.Once
+	max  uint64
+}
+
+func watchHeap() *heapWatch {
+	w := &heapWatch{done: make(chan struct{}), peak: make(chan uint64, 1)}
+	go func() {
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var peak uint64
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-w.done:
+				w.peak <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the sampling and returns the peak; later calls return it too.
+func (w *heapWatch) stop() uint64 {
+	w.once.Do(func() {
+		close(w.done)
+		w.max = <-w.peak
+	})
+	return w.max
+}
+
+// peakRSS is this process's peak resident set size (VmHWM), for the log.
+func peakRSS() string {
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
