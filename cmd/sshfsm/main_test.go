@@ -224,3 +224,47 @@ func TestCheckFUSE(t *testing.T) {
 		t.Errorf("missing device: %v, want exit %d and a hint", err, config.ExitMount)
 	}
 }
+
+func TestCheckAllowOther(t *testing.T) {
+	dir := t.TempDir()
+	conf := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	off := conf("off", "# mount_max = 1000\n#user_allow_other\n")
+	on := conf("on", "mount_max = 1000\n  user_allow_other  \n")
+	missing := filepath.Join(dir, "missing")
+	other := &config.Config{}
+	other.FUSE.AllowOther = true
+	root := &config.Config{}
+	root.FUSE.AllowRoot = true
+	for _, c := range []struct {
+		name string
+		cfg  *config.Config
+		euid int
+		conf string
+		want string // "" = allowed
+	}{
+		{"no option", &config.Config{}, 1000, off, ""},
+		{"root user", other, 0, off, ""},
+		{"permitted", other, 1000, on, ""},
+		{"commented out", other, 1000, off, "allow_other needs user_allow_other"},
+		{"no fuse.conf", other, 1000, missing, "allow_other needs user_allow_other"},
+		{"allow_root", root, 1000, off, "allow_root needs user_allow_other"},
+	} {
+		err := checkAllowOther(c.cfg, c.euid, c.conf)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		var ce *config.Error
+		if !errors.As(err, &ce) || ce.Code != config.ExitMount || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line with %q, exit %d", c.name, err, c.want, config.ExitMount)
+		}
+	}
+}

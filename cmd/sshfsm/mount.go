@@ -42,6 +42,9 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err := checkFUSE(fuseDevice); err != nil {
 		return nil, err
 	}
+	if err := checkAllowOther(cfg, os.Geteuid(), fuseConf); err != nil {
+		return nil, err
+	}
 	if err := absolutize(cfg); err != nil {
 		return nil, err
 	}

@@ -103,3 +103,29 @@ func checkFUSE(dev string) error {
 	}
 	return config.Errorf(config.ExitMount, "%s: %v", dev, err)
 }
+
+// fuseConf is where fusermount3 reads whether ordinary users may use
+// allow_other and allow_root.
+const fuseConf = "/etc/fuse.conf"
+
+// checkAllowOther fails early, with one line, when an ordinary user asks
+// for allow_other or allow_root and conf does not permit it: fusermount3
+// would refuse later, with a message of its own and after ssh connected.
+func checkAllowOther(cfg *config.Config, euid int, conf string) error {
+	if euid == 0 || (!cfg.FUSE.AllowOther && !cfg.FUSE.AllowRoot) {
+		return nil
+	}
+	opt := "allow_other"
+	if cfg.FUSE.AllowRoot {
+		opt = "allow_root"
+	}
+	b, err := os.ReadFile(conf)
+	if err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.TrimSpace(line) == "user_allow_other" {
+				return nil
+			}
+		}
+	}
+	return config.Errorf(config.ExitMount, "%s needs user_allow_other in %s for users other than root (ask the administrator), or mount as root", opt, conf)
+}
