@@ -134,6 +134,7 @@ func transportOptions(cfg *config.Config, b config.Branch, e config.Endpoint, lo
 		Logger:     log,
 		Dialer:     directDialer(e.Host, cfg.SSH.DirectPort),
 		FailFast:   len(b.Hosts) > 1,
+		OnDemand:   true,
 	}
 }
 

@@ -35,7 +35,7 @@ func connectionOptions() []Option {
 			"Connect with plain TCP to an sftp-server listening on PORT of the host, without ssh and without encryption.",
 			func(c *Config, n int) { c.SSH.DirectPort = n }),
 		intOpt("max_conns", "N", "4", s, 1, maxConnsLimit,
-			"Number of SFTP channels per host; requests are spread over them.",
+			"Number of SFTP channels (ssh connections) per host; requests are spread over them. The first opens at mount, the others when work queues up or a large read can be split.",
 			func(c *Config, n int) { c.SSH.MaxConns = n }),
 		secondsOpt("timeout", "30", s, true,
 			"Limit of every request to the server; when it passes, the operation fails with ETIMEDOUT (Connection timed out) instead of hanging, and the channel is replaced.",

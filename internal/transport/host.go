@@ -45,6 +45,13 @@ type Options struct {
 	// of asking for a password or passphrase (several hosts dialled at
 	// once must not prompt over each other).
 	NoPrompt bool
+	// OnDemand opens the channels after the first only when work queues
+	// up (see want), instead of all at once after Dial. Each channel is an
+	// ssh connection whose key exchange costs tens of milliseconds of CPU
+	// on both ends; opened eagerly they compete with the first listings
+	// of a fresh mount, and work that one channel carries well (a walk, a
+	// single file's reads) never needs them.
+	OnDemand bool
 }
 
 // Defaults for zero Options fields.
@@ -75,6 +82,7 @@ type Host struct {
 	wireIn  atomic.Uint64
 	wireOut atomic.Uint64
 	slots   []*slotStats
+	demand  chan struct{} // OnDemand: one token wakes one dormant slot
 
 	ctx    context.Context // ends when the host is closed
 	cancel context.CancelFunc
@@ -134,6 +142,7 @@ func newHost(o Options) *Host {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.demand = make(chan struct{}, o.Conns)
 	h.chans = make([]*channel, o.Conns)
 	for range o.Conns {
 		h.slots = append(h.slots, &slotStats{})
@@ -196,6 +205,13 @@ func (h *Host) start(slot int, c *channel) {
 func (h *Host) maintain(slot int, c *channel) {
 	defer h.wg.Done()
 	defer h.slotStopped()
+	if c == nil && slot > 0 && h.o.OnDemand {
+		select {
+		case <-h.demand:
+		case <-h.ctx.Done():
+			return
+		}
+	}
 	backoff := time.Duration(0)
 	everUp := c != nil
 	for {
@@ -293,10 +309,14 @@ func (h *Host) pick(ctx context.Context) (*channel, error) {
 			}
 		}
 		if best != nil {
+			if best.outstanding.Load() >= queuedDemand {
+				h.want(1)
+			}
 			best.begin()
 			h.mu.Unlock()
 			return best, nil
 		}
+		h.want(len(h.chans))
 		if h.alive == 0 {
 			h.mu.Unlock()
 			return nil, fmt.Errorf("%w: %w", errClosed, syscall.ENOTCONN)
@@ -334,10 +354,29 @@ func (h *Host) live(n int) []*channel {
 	if len(cs) > n {
 		cs = cs[:n]
 	}
+	h.want(n - len(cs))
 	for _, c := range cs {
 		c.begin()
 	}
 	return cs
+}
+
+// queuedDemand: a request picking a channel that already carries this
+// many wakes a dormant one (Options.OnDemand).
+const queuedDemand = 4
+
+// want wakes up to n dormant slots (Options.OnDemand): for requests that
+// queue behind others, a large transfer split over more channels than are
+// open, or no live channel at all. Tokens beyond the dormant slots stay
+// in the buffer unused.
+func (h *Host) want(n int) {
+	for range n {
+		select {
+		case h.demand <- struct{}{}:
+		default:
+			return
+		}
+	}
 }
 
 // Remote returns the remote tree rooted at the resolved Dir.

@@ -16,7 +16,8 @@ var errNoSplit = errors.New("file not readable on extra channels")
 
 // splittable reports whether a read of n bytes is worth serving over
 // several channels: read-only files (whose identity can be checked on each
-// channel), at least two packets, more than one channel up.
+// channel), at least two packets, more than one channel up. With one up,
+// the read asks for more (Options.OnDemand) and the next ones split.
 func (f *file) splittable(n int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -30,6 +31,9 @@ func (f *file) splittable(n int) bool {
 		if c != nil && !c.isDead() {
 			up++
 		}
+	}
+	if up < 2 {
+		f.h.want(min(n/f.primary.maxPacket, maxSplit) - up)
 	}
 	return up > 1
 }

@@ -93,9 +93,19 @@ func TestSeedHomeAndProject(t *testing.T) {
 		filepath.Join(project, "notes.txt"):           "project notes\n",
 		filepath.Join(project, "data1", "result.out"): "result\n",
 	})
+	big := make([]byte, 4<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	writeFiles(t, map[string]string{filepath.Join(project, "data2", "big.bin"): string(big)})
 	m, _ := muxMount(t, login1, "-F", cfg, "-o", "max_conns=2", login1.Alias+":"+home, login1.Alias+":"+project)
 	// Both branches live on login1: one connection (and at most one
-	// password prompt) serves both.
+	// password prompt) serves both. The second channel opens when work
+	// needs it: a large sequential read through the second branch; two
+	// channels per branch would make three sessions here.
+	if got, err := os.ReadFile(m.Path("data2", "big.bin")); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("big.bin: %d bytes, %v", len(got), err)
+	}
 	eventually(t, 10*time.Second, "both channels up", func() error {
 		sessions := 0
 		for _, c := range children(m.daemonPID()) {
