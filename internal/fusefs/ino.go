@@ -1,7 +1,6 @@
 package fusefs
 
 import (
-	"hash/fnv"
 	"strings"
 	"sync"
 )
@@ -31,10 +30,16 @@ func newInoTable() *inoTable {
 	return &inoTable{byPath: map[string]uint64{}, taken: map[uint64]string{}}
 }
 
+// hashIno is FNV-1a (64 bits) of p, computed in place: it runs for every
+// entry a reader is shown.
 func hashIno(p string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(p))
-	return fixIno(h.Sum64())
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(p); i++ {
+		h ^= uint64(p[i])
+		h *= prime
+	}
+	return fixIno(h)
 }
 
 // fixIno keeps numbers off the root's and off the values go-fuse reserves.

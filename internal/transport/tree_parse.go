@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -205,7 +205,8 @@ var (
 )
 
 // parseTreeRecord decodes "y mode size uid gid atime mtime path". typ is
-// the %y letter, 0 for a file type without S_IF bits here.
+// the %y letter, 0 for a file type without S_IF bits here. The numbers are
+// parsed in place: this runs once per entry of a tree.
 func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error) {
 	var f [7][]byte
 	rest := rec
@@ -219,14 +220,14 @@ func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error
 	if len(f[0]) != 1 || len(rest) == 0 {
 		return "", 0, a, fmt.Errorf("%w: %q", errTreeRecord, rec)
 	}
-	mode, e1 := strconv.ParseUint(string(f[1]), 8, 32)
-	size, e2 := strconv.ParseUint(string(f[2]), 10, 64)
-	uid, e3 := strconv.ParseUint(string(f[3]), 10, 32)
-	gid, e4 := strconv.ParseUint(string(f[4]), 10, 32)
-	at, e5 := wireSeconds(f[5])
-	mt, e6 := wireSeconds(f[6])
-	if err := errors.Join(e1, e2, e3, e4, e5, e6); err != nil {
-		return "", 0, a, fmt.Errorf("%w: %q: %v", errTreeRecord, rec, err)
+	mode, ok1 := parseUint(f[1], 8, 1<<32-1)
+	size, ok2 := parseUint(f[2], 10, 1<<64-1)
+	uid, ok3 := parseUint(f[3], 10, 1<<32-1)
+	gid, ok4 := parseUint(f[4], 10, 1<<32-1)
+	at, ok5 := wireSeconds(f[5])
+	mt, ok6 := wireSeconds(f[6])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+		return "", 0, a, fmt.Errorf("%w: %q", errTreeRecord, rec)
 	}
 	a = remote.Attr{Size: size, UID: uint32(uid), GID: uint32(gid), Atime: at, Mtime: mt}
 	if bits, ok := treeTypes[f[0][0]]; ok {
@@ -236,15 +237,38 @@ func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error
 	return string(rest), typ, a, nil
 }
 
+// parseUint parses the digits of b in base (8 or 10), at most max.
+func parseUint(b []byte, base, max uint64) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		d := uint64(c) - '0'
+		if d >= base || n > (max-d)/base {
+			return 0, false
+		}
+		n = n*base + d
+	}
+	return n, true
+}
+
 // wireSeconds turns find's "seconds.fraction" into the time SFTP carries:
 // st_mtime's seconds as an unsigned 32-bit number. find prints tv_sec and
 // then tv_nsec (-2.5 is tv_sec -2), so the seconds are the part before the
 // point.
-func wireSeconds(s []byte) (time.Time, error) {
+func wireSeconds(s []byte) (time.Time, bool) {
 	whole, _, _ := bytes.Cut(s, []byte("."))
-	sec, err := strconv.ParseInt(string(whole), 10, 64)
-	if err != nil {
-		return time.Time{}, err
+	neg := len(whole) > 0 && whole[0] == '-'
+	if neg {
+		whole = whole[1:]
 	}
-	return time.Unix(int64(uint32(sec)), 0), nil
+	sec, ok := parseUint(whole, 10, math.MaxInt64)
+	if !ok {
+		return time.Time{}, false
+	}
+	if neg {
+		sec = -sec
+	}
+	return time.Unix(int64(uint32(sec)), 0), true
 }

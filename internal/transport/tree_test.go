@@ -403,7 +403,8 @@ func TestTreeRecordAttributes(t *testing.T) {
 	if _, _, a, _ := parseTreeRecord([]byte("d 7755 4096 0 0 1 1 x")); a.Mode != syscall.S_IFDIR|0o7755 {
 		t.Errorf("mode %o", a.Mode)
 	}
-	for _, bad := range []string{"f 644 0 0 0 1 1", "f 9 0 0 0 1 1 x", "f 644 -1 0 0 1 1 x", "ff 644 0 0 0 1 1 x", "f 644 0 0 0 1.0 x.1 x"} {
+	for _, bad := range []string{"f 644 0 0 0 1 1", "f 9 0 0 0 1 1 x", "f 644 -1 0 0 1 1 x", "ff 644 0 0 0 1 1 x", "f 644 0 0 0 1.0 x.1 x",
+		"f 644 0 4294967296 0 1 1 x", "f 77777777777 0 0 0 1 1 x", "f 644 18446744073709551616 0 0 1 1 x", "f 644 0 0 0 - 1 x"} {
 		if _, _, _, err := parseTreeRecord([]byte(bad)); !errors.Is(err, errTreeRecord) {
 			t.Errorf("%q: %v", bad, err)
 		}
