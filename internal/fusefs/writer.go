@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"sync"
 
 	"sshfsm/internal/remote"
@@ -119,31 +120,40 @@ func (w *writer) wait(ctx context.Context) (clean bool, err error) {
 	return clean, err
 }
 
-// Buffers come in two classes so that small writes do not pin large
-// buffers and the window stays an honest bound on memory.
-const smallBuf = 64 << 10
-
-var (
-	smallPool = sync.Pool{New: func() any { b := make([]byte, smallBuf); return &b }}
-	largePool = sync.Pool{New: func() any { b := make([]byte, defaultMaxWrite); return &b }}
+// Buffers come in power-of-two classes from 64 KiB to MaxWrite, so that a
+// write pins (and the window counts) at most twice its size: with one
+// class of MaxWrite, 128 KiB writes filled the window eight at a time.
+const (
+	minBufShift = 16 // 64 KiB
+	maxBufShift = 20 // defaultMaxWrite
 )
 
-func getBuf(n int) *[]byte {
-	switch {
-	case n <= smallBuf:
-		return smallPool.Get().(*[]byte)
-	case n <= defaultMaxWrite:
-		return largePool.Get().(*[]byte)
+var bufPools [maxBufShift - minBufShift + 1]sync.Pool
+
+func bufClass(n int) int {
+	if n <= 1<<minBufShift {
+		return 0
 	}
-	b := make([]byte, n)
+	return bits.Len(uint(n-1)) - minBufShift
+}
+
+func getBuf(n int) *[]byte {
+	cls := bufClass(n)
+	if cls >= len(bufPools) {
+		b := make([]byte, n)
+		return &b
+	}
+	if v := bufPools[cls].Get(); v != nil {
+		return v.(*[]byte)
+	}
+	b := make([]byte, 1<<(cls+minBufShift))
 	return &b
 }
 
 func putBuf(b *[]byte) {
-	switch cap(*b) {
-	case smallBuf:
-		smallPool.Put(b)
-	case defaultMaxWrite:
-		largePool.Put(b)
+	c := cap(*b)
+	if cls := bufClass(c); cls < len(bufPools) && c == 1<<(cls+minBufShift) {
+		*b = (*b)[:c]
+		bufPools[cls].Put(b)
 	}
 }

@@ -81,41 +81,50 @@ func (c countingReader) Read(p []byte) (int, error) {
 // incomplete packet are held back (never more than a header) until the
 // call that completes it.
 //
-// Writers combine: while one goroutine is in a write system call, small
-// injected packets (READ requests) are queued, and that goroutine sends
-// them all with its next write. Under load ssh then reads a batch of
-// requests per wakeup and sends them in one SSH packet instead of one
-// each, which saves CPU in ssh, sshd and sftp-server as well as here.
+// Writers combine: packets go into a queue, and the goroutine that finds
+// nobody writing drains it, with one writev for every run of packets
+// (vmsplice for large data), while others keep queueing and return at
+// once. Under load ssh then reads a batch of requests per wakeup and sends
+// them in one SSH packet instead of one each, which saves CPU in ssh, sshd
+// and sftp-server as well as here, and no goroutine waits for its turn.
+// An error writing breaks the session: the requests waiting for answers
+// learn it from rawReads, pkg/sftp from its next Write and its reader.
 type wireWriter struct {
 	mu      sync.Mutex
-	turn    *sync.Cond // broadcast when a writer's turn ends
-	writing bool       // a goroutine is writing (mu is not held meanwhile)
-	queued  []byte     // whole packets for the current writer to send
-	spare   []byte     // the other queue buffer, reused
-	err     error      // the first write error: the session is broken
+	writing bool      // a goroutine is draining the queue (mu not held meanwhile)
+	queue   []segment // what goes out next, in order
+	copies  []byte    // backing store of the queue's copied pieces
+	spareQ  []segment // the buffers of the batch being written, reused
+	spareC  []byte
+	err     error // the first write error: the session is broken
 
 	raw    *rawReads
 	w      io.WriteCloser
 	fd     syscall.RawConn // w's descriptor when it has one: writev
 	pipe   bool            // fd is a pipe: large data is spliced into it
 	h      *Host
-	held   []byte   // pieces of the current packet not yet written
+	held   []byte   // pieces of the current packet not yet queued
 	head   [64]byte // first bytes of the current packet
 	nhead  int
 	remain int // bytes of the current packet (after its length) still to come
 }
 
+// segment is a piece of the outgoing stream: a copy in the queue's store,
+// or a caller's data referred to in place (spliced when large).
+type segment struct {
+	b      []byte
+	splice bool
+}
+
 // maxHeld bounds what is held back: a packet header. Larger pieces are
-// written at once.
+// queued at once.
 const maxHeld = 1024
 
-// maxQueued bounds the queue of small packets: past it, injectors wait
-// for their turn instead.
-const maxQueued = 64 << 10
+// maxIovs bounds one writev (IOV_MAX is 1024).
+const maxIovs = 512
 
 func newWireWriter(w io.WriteCloser, h *Host, raw *rawReads) *wireWriter {
 	ww := &wireWriter{w: w, h: h, raw: raw}
-	ww.turn = sync.NewCond(&ww.mu)
 	if sc, ok := w.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			ww.fd = raw
@@ -125,6 +134,8 @@ func newWireWriter(w io.WriteCloser, h *Host, raw *rawReads) *wireWriter {
 	return ww
 }
 
+// Write queues a piece of pkg/sftp's current packet (a copy: pkg/sftp
+// reuses its buffer) once the packet is complete or the piece is large.
 func (c *wireWriter) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -136,24 +147,22 @@ func (c *wireWriter) Write(p []byte) (int, error) {
 		c.held = append(c.held, p...)
 		return len(p), nil
 	}
-	held := c.held
-	c.held = nil
-	err := c.send(held, p)
-	c.held = held[:0]
-	if err != nil {
+	c.h.wireOut.Add(uint64(len(c.held) + len(p)))
+	c.copy(c.held)
+	c.copy(p)
+	c.held = c.held[:0]
+	if err := c.drain(); err != nil {
 		return 0, err
 	}
-	c.h.wireOut.Add(uint64(len(held) + len(p)))
 	return len(p), nil
 }
 
 // inject sends one whole packet of our own, hdr then data. Pieces of a
-// pkg/sftp packet held back are not on the wire yet, so the packet never
-// splits one. A packet without data may be queued for the goroutine
-// writing now; an error writing it breaks the session, and the reads
-// waiting for answers learn it from rawReads. data must stay unchanged
-// until the request is answered or the session ends: large data is
-// spliced into the pipe to ssh, which then refers to its pages.
+// pkg/sftp packet held back are not queued yet, so the packet never splits
+// one. data must stay unchanged until the request is answered or the
+// session ends: it is written from where it lies, after inject may have
+// returned, and large data is spliced into the pipe to ssh, which then
+// refers to its pages.
 func (c *wireWriter) inject(hdr, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -162,79 +171,86 @@ func (c *wireWriter) inject(hdr, data []byte) error {
 	}
 	c.h.wireOut.Add(uint64(len(hdr) + len(data)))
 	c.h.reqs.count(hdr[4:])
-	if len(data) == 0 && c.writing && len(c.queued)+len(hdr) <= maxQueued {
-		c.queued = append(c.queued, hdr...)
-		return nil
+	c.copy(hdr)
+	if len(data) > 0 {
+		c.queue = append(c.queue, segment{b: data, splice: c.pipe && len(data) >= minSplice})
 	}
-	return c.send(hdr, data)
+	return c.drain()
 }
 
-// send waits for its turn, then writes the queued packets, a and b, and
-// whatever was queued meanwhile. mu is held on entry and on return, not
-// during the system calls.
-func (c *wireWriter) send(a, b []byte) error {
-	for c.writing {
-		c.turn.Wait()
+// copy queues a copy of p.
+func (c *wireWriter) copy(p []byte) {
+	if len(p) == 0 {
+		return
 	}
-	if c.err != nil {
-		return c.err
+	n := len(c.copies)
+	c.copies = append(c.copies, p...)
+	c.queue = append(c.queue, segment{b: c.copies[n:len(c.copies):len(c.copies)]})
+}
+
+// drain writes the queue unless another goroutine is doing so (it then
+// writes what was just queued too). mu is held on entry and on return, not
+// during the system calls.
+func (c *wireWriter) drain() error {
+	if c.writing {
+		return nil
 	}
 	c.writing = true
 	var err error
-	for {
-		batch := c.queued
-		c.queued = c.spare[:0]
+	for len(c.queue) > 0 && err == nil {
+		batch, copies := c.queue, c.copies
+		c.queue, c.copies = c.spareQ[:0], c.spareC[:0]
 		c.mu.Unlock()
-		if len(b) >= minSplice && c.pipe {
-			if err = c.writeAll(batch, a); err == nil {
-				err = c.splice(b)
-			}
-		} else {
-			err = c.writeAll(batch, a, b)
-		}
+		err = c.writeSegments(batch)
 		c.mu.Lock()
-		c.spare = batch[:0]
-		a, b = nil, nil
-		if err != nil || len(c.queued) == 0 {
-			break
-		}
+		clear(batch) // no references to callers' data kept
+		c.spareQ, c.spareC = batch[:0], copies[:0]
 	}
 	c.writing = false
 	if err != nil {
 		c.err = err
+		clear(c.queue)
+		c.queue, c.copies = nil, nil
 		c.raw.fail(err)
 	}
-	c.turn.Broadcast()
 	return err
 }
 
-// writeAll writes the non-empty pieces in order, with as few system calls
-// as the pipe allows.
-func (c *wireWriter) writeAll(pieces ...[]byte) error {
-	var iov [3][]byte
-	n := 0
-	for _, p := range pieces {
-		if len(p) > 0 {
-			iov[n] = p
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	if c.fd == nil || n == 1 {
-		for _, p := range iov[:n] {
-			if _, err := c.w.Write(p); err != nil {
+// writeSegments writes a batch in order: runs of copied or small pieces
+// with writev, large data with vmsplice.
+func (c *wireWriter) writeSegments(batch []segment) error {
+	if c.fd == nil {
+		for _, s := range batch {
+			if _, err := c.w.Write(s.b); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return c.writev(iov[:n])
+	iov := make([][]byte, 0, min(len(batch), maxIovs))
+	for _, s := range batch {
+		if s.splice || len(iov) == maxIovs {
+			if err := c.writev(iov); err != nil {
+				return err
+			}
+			iov = iov[:0]
+		}
+		if s.splice {
+			if err := c.splice(s.b); err != nil {
+				return err
+			}
+			continue
+		}
+		iov = append(iov, s.b)
+	}
+	return c.writev(iov)
 }
 
 // writev writes iov with writev calls on w's descriptor.
 func (c *wireWriter) writev(iov [][]byte) error {
+	if len(iov) == 0 {
+		return nil
+	}
 	var werr error
 	err := c.fd.Write(func(fd uintptr) bool {
 		for len(iov) > 0 {
