@@ -131,6 +131,7 @@ func (h *Host) openChannel(ctx context.Context, slot int, interactive bool) (*ch
 		c.proc.errs.setSink(h.stderrSink(false))
 	}
 	go h.watch(c)
+	go h.watchRaw(c)
 	return c, nil
 }
 

@@ -58,6 +58,7 @@ type rawReq struct {
 	err      error
 	finished atomic.Bool
 	done     chan struct{}
+	sent     time.Time // for the channel's watchdog (watchRaw)
 }
 
 // add registers a request and returns its id.
@@ -71,6 +72,9 @@ func (r *rawReads) add(q *rawReq) (uint32, error) {
 		r.count++
 		id := r.lastID.Load() + 1<<31 + r.count&(1<<30-1)
 		if _, busy := r.reqs[id]; !busy {
+			if q.sent.IsZero() {
+				q.sent = time.Now()
+			}
 			r.reqs[id] = q
 			return id, nil
 		}
@@ -91,6 +95,19 @@ func (r *rawReads) has(id uint32) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.reqs[id] != nil
+}
+
+// oldest returns when the longest-waiting request was sent.
+func (r *rawReads) oldest() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var t time.Time
+	for _, q := range r.reqs {
+		if t.IsZero() || q.sent.Before(t) {
+			t = q.sent
+		}
+	}
+	return t, !t.IsZero()
 }
 
 // fail ends every request with err; later ones fail at once.
@@ -197,8 +214,21 @@ func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, h
 	return err
 }
 
-// rawWait waits for q's answer, for ctx or for deadline.
+// rawWait waits for q's answer, for ctx or for deadline. With the full
+// Options.Timeout ahead (the usual case) it sets no timer of its own: the
+// channel's watchdog (watchRaw) ends every request unanswered for Timeout,
+// and the caller finds its deadline passed when it tries again.
 func (h *Host) rawWait(ctx context.Context, deadline time.Time, c *channel, q *rawReq, start time.Time) (int, error) {
+	if deadline.Sub(start) >= h.o.Timeout-h.o.Timeout/10 {
+		select {
+		case <-q.done:
+			return q.n, q.err
+		case <-ctx.Done():
+			// Given up: the request keeps its hold on its buffer until
+			// answered or ended by the watchdog.
+			return 0, ctx.Err()
+		}
+	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	var err error
@@ -210,19 +240,29 @@ func (h *Host) rawWait(ctx context.Context, deadline time.Time, c *channel, q *r
 	case <-t.C:
 		err = context.DeadlineExceeded
 	}
-	// Given up: the request keeps its hold on l until answered; a session
-	// that does not answer it within Timeout is presumed dead.
-	if rem := h.o.Timeout - time.Since(start); rem > time.Millisecond {
-		time.AfterFunc(rem, func() {
-			if !q.finished.Load() {
+	return 0, err
+}
+
+// watchRaw kills c when a request sent past pkg/sftp has waited
+// Options.Timeout for its answer: the link is presumed dead, as for
+// pkg/sftp's requests (call.go's watchdog). Its requests then end with a
+// lost connection, and their callers try again while their deadline allows.
+func (h *Host) watchRaw(c *channel) {
+	tick := time.NewTicker(min(max(h.o.Timeout/10, 10*time.Millisecond), time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.dead:
+			return
+		case now := <-tick.C:
+			if sent, ok := c.raw.oldest(); ok && now.Sub(sent) >= h.o.Timeout {
 				h.log.Warn("sftp request timed out; recycling channel", "host", h.o.Host, "slot", c.slot)
 				c.kill(context.DeadlineExceeded)
+				c.raw.fail(context.DeadlineExceeded)
+				return
 			}
-		})
-	} else if !q.finished.Load() {
-		c.kill(context.DeadlineExceeded)
+		}
 	}
-	return 0, err
 }
 
 // readPacket appends an SSH_FXP_READ packet to b.

@@ -254,3 +254,36 @@ func TestReopenBeforeAttributesLearned(t *testing.T) {
 		f.Close(bg)
 	}
 }
+
+// A read sent past pkg/sftp that gets no answer fails at its deadline
+// (the channel's watchdog, not a timer per read), the channel is replaced,
+// and the file reads again on the new one.
+func TestRawReadTimeoutRecyclesChannel(t *testing.T) {
+	h, ts, dir := dialTest(t, 1, func(o *Options) { o.Timeout = time.Second })
+	want := randomFile(t, filepath.Join(dir, "f"), 10_000)
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	if raws := len(f.(*file).raws); raws != 1 {
+		t.Fatalf("%d raw handles: reads would not go past pkg/sftp", raws)
+	}
+	ts.stream(0).freeze()
+	start := time.Now()
+	buf := make([]byte, 4096)
+	_, err = f.ReadAt(bg, buf, 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read on a frozen channel: %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d < 900*time.Millisecond || d > 2500*time.Millisecond {
+		t.Fatalf("read failed after %v, want about Timeout (1s)", d)
+	}
+	n, err := f.ReadAt(bg, buf, 100)
+	if err != nil || n != len(buf) || !bytes.Equal(buf, want[100:100+len(buf)]) {
+		t.Fatalf("read after the channel was replaced: %d %v", n, err)
+	}
+	if h.Stats().Channels[0].Reconnects < 1 {
+		t.Fatalf("channel not replaced: %+v", h.Stats().Channels[0])
+	}
+}
