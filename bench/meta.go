@@ -99,21 +99,54 @@ func primeGit(ctx context.Context, e *env, t *tool, alias, sub string) error {
 // runMeta measures the metadata workloads on loopback on the full tree.
 func runMeta(ctx context.Context, e *env, r *results) error {
 	for _, mc := range metaCmds {
+		run := metaInterleaved
+		if mc.git {
+			run = metaPerTool
+		}
+		if err := run(ctx, e, r, mc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// metaInterleaved runs the repeats of mc with the tools interleaved within
+// each repeat, so that background load spreads over all of them.
+func metaInterleaved(ctx context.Context, e *env, r *results, mc metaCmd) error {
+	failed := map[*tool]bool{}
+	for rep := 1; rep <= e.c.repeats; rep++ {
 		for _, t := range e.toolsFor(true) {
-			if mc.git {
-				if err := primeGit(ctx, e, t, e.alias, treeDir); err != nil {
-					r.fail(t, mc.cold.id, err)
-					continue
-				}
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			for rep := 1; rep <= e.c.repeats; rep++ {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if err := coldWarm(ctx, e, r, t, e.alias, treeDir, mc); err != nil {
-					r.fail(t, mc.cold.id, err)
-					break
-				}
+			if failed[t] {
+				continue
+			}
+			if err := coldWarm(ctx, e, r, t, e.alias, treeDir, mc); err != nil {
+				r.fail(t, mc.cold.id, err)
+				failed[t] = true
+			}
+		}
+	}
+	return nil
+}
+
+// metaPerTool runs the repeats of a git command one tool after the other:
+// git rewrites the index with the stat data the tool reports, so each
+// tool's runs follow its own priming (primeGit).
+func metaPerTool(ctx context.Context, e *env, r *results, mc metaCmd) error {
+	for _, t := range e.toolsFor(true) {
+		if err := primeGit(ctx, e, t, e.alias, treeDir); err != nil {
+			r.fail(t, mc.cold.id, err)
+			continue
+		}
+		for rep := 1; rep <= e.c.repeats; rep++ {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := coldWarm(ctx, e, r, t, e.alias, treeDir, mc); err != nil {
+				r.fail(t, mc.cold.id, err)
+				break
 			}
 		}
 	}
