@@ -26,6 +26,15 @@ func (p *pending) add(end uint64) {
 	}
 }
 
+// extend raises the highest end offset to end.
+func (p *pending) extend(end uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if end > p.max {
+		p.max = end
+	}
+}
+
 func (p *pending) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -10,4 +10,6 @@ type BufferWriter interface {
 	// uses p any more, which may be after WriteAtOwned returned (a request
 	// given up for its deadline is still answered later).
 	WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error)
+	// WriteSize is the largest p sent as one request.
+	WriteSize() int
 }

@@ -538,6 +538,16 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 
 var _ remote.BufferWriter = (*file)(nil)
 
+// WriteSize is the data one WRITE request of the current channel carries.
+func (f *file) WriteSize() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.primary != nil {
+		return f.primary.maxPacket
+	}
+	return defaultMaxPacket
+}
+
 // WriteAtOwned sends p itself and calls done when no request uses it.
 func (f *file) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
 	return f.writeAt(ctx, ownLease(p, done), len(p), off)

@@ -1,0 +1,111 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"sshfsm/internal/remote"
+)
+
+var bg = context.Background()
+
+// slowFile is a remote file in memory whose writes land after a random
+// delay, so that requests sent together finish in any order.
+type slowFile struct {
+	mu    sync.Mutex
+	data  []byte
+	sizes []int
+	rnd   *rand.Rand
+	size  int
+}
+
+func (f *slowFile) WriteSize() int { return f.size }
+
+func (f *slowFile) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
+	defer done()
+	return f.WriteAt(ctx, p, off)
+}
+
+func (f *slowFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	d := time.Duration(f.rnd.Intn(300)) * time.Microsecond
+	f.sizes = append(f.sizes, len(p))
+	f.mu.Unlock()
+	time.Sleep(d)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if end := int(off) + len(p); end > len(f.data) {
+		f.data = append(f.data, make([]byte, end-len(f.data))...)
+	}
+	copy(f.data[off:], p)
+	return len(p), nil
+}
+
+func (f *slowFile) ReadAt(context.Context, []byte, int64) (int, error) { return 0, nil }
+func (f *slowFile) Stat(context.Context) (remote.Attr, error)          { return remote.Attr{}, nil }
+func (f *slowFile) Truncate(context.Context, int64) error               { return nil }
+func (f *slowFile) Sync(context.Context) error                          { return nil }
+func (f *slowFile) Close(context.Context) error                         { return nil }
+
+// Small contiguous writes go out as few requests of a whole packet each.
+func TestWriterGathersContiguousWrites(t *testing.T) {
+	f := &slowFile{rnd: rand.New(rand.NewSource(1)), size: 64 << 10}
+	w := newWriter(f, &node{}, 8<<20)
+	want := make([]byte, 1000*4096)
+	rand.New(rand.NewSource(2)).Read(want)
+	for off := 0; off < len(want); off += 4096 {
+		if err := w.write(bg, want[off:off+4096], int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.wait(bg); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.data, want) {
+		t.Fatal("file differs from what was written")
+	}
+	if n, most := len(f.sizes), len(want)/(64<<10)+2; n > most {
+		t.Fatalf("%d requests for %d writes of 4 KiB, want at most %d (packets of 64 KiB)", n, len(want)/4096, most)
+	}
+	for _, s := range f.sizes {
+		if s > 64<<10 {
+			t.Fatalf("a request of %d bytes, more than the file's WriteSize", s)
+		}
+	}
+}
+
+// Overlapping writes, gathered or not, end on the server as they would
+// in order, although requests in flight land in any order.
+func TestWriterKeepsOverlappingWritesInOrder(t *testing.T) {
+	for seed := range int64(20) {
+		for _, size := range []int{0, 16 << 10} { // 0: no gathering (not a BufferWriter size)
+			f := &slowFile{rnd: rand.New(rand.NewSource(seed)), size: size}
+			w := newWriter(f, &node{}, 1<<20)
+			rnd := rand.New(rand.NewSource(seed + 100))
+			want := make([]byte, 64<<10)
+			f.data = make([]byte, len(want))
+			for i := range 300 {
+				off := rnd.Intn(len(want) - 1)
+				n := 1 + rnd.Intn(min(len(want)-off, 20<<10))
+				if i%3 == 0 { // runs of contiguous writes too
+					n = min(n, 2048)
+				}
+				p := bytes.Repeat([]byte{byte(i)}, n)
+				copy(want[off:], p)
+				if err := w.write(bg, p, int64(off)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := w.wait(bg); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(f.data, want) {
+				t.Fatalf("seed %d, WriteSize %d: file differs from the writes applied in order", seed, size)
+			}
+		}
+	}
+}
