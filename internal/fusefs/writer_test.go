@@ -47,9 +47,9 @@ func (f *slowFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) 
 
 func (f *slowFile) ReadAt(context.Context, []byte, int64) (int, error) { return 0, nil }
 func (f *slowFile) Stat(context.Context) (remote.Attr, error)          { return remote.Attr{}, nil }
-func (f *slowFile) Truncate(context.Context, int64) error               { return nil }
-func (f *slowFile) Sync(context.Context) error                          { return nil }
-func (f *slowFile) Close(context.Context) error                         { return nil }
+func (f *slowFile) Truncate(context.Context, int64) error              { return nil }
+func (f *slowFile) Sync(context.Context) error                         { return nil }
+func (f *slowFile) Close(context.Context) error                        { return nil }
 
 // Small contiguous writes go out as few requests of a whole packet each.
 func TestWriterGathersContiguousWrites(t *testing.T) {
