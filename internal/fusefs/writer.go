@@ -33,9 +33,11 @@ type writer struct {
 	window int64
 	chunk  int // bytes per request; 0: one request per write
 
+	wmu sync.Mutex // taken by write: one at a time gathers
+
 	// mu guards the fields below.
 	mu       sync.Mutex
-	inflight int64         // bytes gathered or in flight
+	inflight int64         // buffer bytes gathering or in flight
 	sending  int           // requests in flight
 	wake     chan struct{} // closed and replaced whenever inflight drops
 	err      error         // first failure, sticky
@@ -44,6 +46,7 @@ type writer struct {
 	stageOff int64         // file offset of the gathered data
 	stageN   int           // bytes gathered
 	stageCap int           // bytes the current request may hold
+	lastEnd  int64         // end of the last request sent
 	flying   []span        // ranges of the requests in flight
 	blocked  []request     // requests waiting, in order, for an overlap to land
 }
@@ -62,7 +65,7 @@ type request struct {
 const pageSize = 4096
 
 func newWriter(f remote.File, n *node, window int64) *writer {
-	w := &writer{f: f, node: n, window: window, wake: make(chan struct{})}
+	w := &writer{f: f, node: n, window: window, wake: make(chan struct{}), lastEnd: -1}
 	if bw, ok := f.(remote.BufferWriter); ok {
 		if c := bw.WriteSize() / pageSize * pageSize; c >= 2*pageSize {
 			w.chunk = c
@@ -71,47 +74,78 @@ func newWriter(f remote.File, n *node, window int64) *writer {
 	return w
 }
 
-// write queues data for offset off.
+// write queues data for offset off. Writes of one handle take turns.
 func (w *writer) write(ctx context.Context, data []byte, off int64) error {
-	if err := w.reserve(ctx, int64(len(data))); err != nil {
-		return err
-	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.chunk == 0 {
-		w.gather(data, off, len(data))
-		w.sendStage()
-		return nil
-	}
-	if w.stage != nil && off != w.stageOff+int64(w.stageN) {
-		w.sendStage()
-	}
 	for len(data) > 0 {
-		k := w.gather(data, off, w.chunk-int(off%pageSize))
+		if w.err != nil {
+			return w.err
+		}
+		if w.stage != nil && off != w.stageOff+int64(w.stageN) {
+			w.sendStage()
+		}
+		if w.stage == nil {
+			if err := w.openStage(ctx, off, len(data)); err != nil {
+				return err
+			}
+			continue // the wait for room may have let the window change
+		}
+		k := copy((*w.stage)[w.stageN:w.stageCap], data)
+		w.stageN += k
+		w.node.pending.extend(uint64(w.stageOff) + uint64(w.stageN))
 		data, off = data[k:], off+int64(k)
 		if w.stageN == w.stageCap {
 			w.sendStage()
 		}
 	}
+	w.dirty = true
 	if w.stage != nil && w.sending == 0 {
 		w.sendStage()
 	}
 	return nil
 }
 
-// gather copies as much of data as fits into the gathered request,
-// starting one of capacity size at off if none is open; it returns the
-// bytes taken.
-func (w *writer) gather(data []byte, off int64, size int) int {
-	if w.stage == nil {
-		w.stage = getBuf(size)
-		w.stageOff, w.stageN, w.stageCap = off, 0, size
-		w.node.pending.add(uint64(off))
+// openStage starts gathering at off for a write of n bytes. Its buffer
+// holds a whole request when off continues the previous one (a stream);
+// otherwise just n's size class, so that scattered small writes do not
+// pin whole packets. It waits, with mu released, until the buffer fits in
+// the window.
+func (w *writer) openStage(ctx context.Context, off int64, n int) error {
+	limit := n // one request per write
+	if w.chunk > 0 {
+		limit = w.chunk - int(off%pageSize)
+		if off != w.lastEnd {
+			n = min(n, limit)
+		} else {
+			n = limit
+		}
 	}
-	k := copy((*w.stage)[w.stageN:w.stageCap], data)
-	w.stageN += k
-	w.node.pending.extend(uint64(w.stageOff) + uint64(w.stageN))
-	return k
+	buf := getBuf(n)
+	need := int64(cap(*buf))
+	for w.inflight > 0 && w.inflight+need > w.window {
+		if w.err != nil {
+			putBuf(buf)
+			return w.err
+		}
+		ch := w.wake
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			w.mu.Lock()
+			putBuf(buf)
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+	w.inflight += need
+	w.stage, w.stageOff, w.stageN = buf, off, 0
+	w.stageCap = min(cap(*buf), limit)
+	w.node.pending.add(uint64(off))
+	return nil
 }
 
 // sendStage sends the gathered request, if any, in the background, or
@@ -122,6 +156,7 @@ func (w *writer) sendStage() {
 	}
 	r := request{w.stage, w.stageOff, w.stageN}
 	w.stage = nil
+	w.lastEnd = r.off + int64(r.n)
 	if len(w.blocked) > 0 || w.overlaps(r) {
 		w.blocked = append(w.blocked, r)
 		return
@@ -164,36 +199,10 @@ func (w *writer) landed(off int64) {
 	}
 }
 
-// reserve waits until need more bytes fit in the window.
-func (w *writer) reserve(ctx context.Context, need int64) error {
-	w.mu.Lock()
-	for {
-		if w.err != nil {
-			err := w.err
-			w.mu.Unlock()
-			return err
-		}
-		if w.inflight == 0 || w.inflight+need <= w.window {
-			break
-		}
-		ch := w.wake
-		w.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		w.mu.Lock()
-	}
-	w.inflight += need
-	w.dirty = true
-	w.mu.Unlock()
-	return nil
-}
-
 func (w *writer) send(buf *[]byte, b []byte, off int64) {
 	// The requests that queued this data have been answered; the
 	// transport's own timeout bounds the call.
+	held := int64(cap(*buf)) // buf may be reused once done
 	var n int
 	var err error
 	if bw, ok := w.f.(remote.BufferWriter); ok {
@@ -209,7 +218,7 @@ func (w *writer) send(buf *[]byte, b []byte, off int64) {
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("write at %d: %w", off, err)
 	}
-	w.inflight -= int64(len(b))
+	w.inflight -= held
 	w.landed(off)
 	close(w.wake)
 	w.wake = make(chan struct{})

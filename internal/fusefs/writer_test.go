@@ -109,3 +109,41 @@ func TestWriterKeepsOverlappingWritesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// gateFile holds every write until gate is closed.
+type gateFile struct {
+	slowFile
+	gate   chan struct{}
+	maxCap int // largest buffer a request came in
+}
+
+func (f *gateFile) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
+	f.mu.Lock()
+	f.maxCap = max(f.maxCap, cap(p))
+	f.mu.Unlock()
+	<-f.gate
+	return f.slowFile.WriteAtOwned(ctx, p, off, done)
+}
+
+// Scattered small writes pin buffers of their own size class, not whole
+// packets: a window of 1 MiB takes 16 scattered 4 KiB writes (64 KiB each)
+// while none is answered.
+func TestWriterScatteredWritesPinLittle(t *testing.T) {
+	f := &gateFile{slowFile: slowFile{rnd: rand.New(rand.NewSource(1)), size: 256 << 10}, gate: make(chan struct{})}
+	w := newWriter(f, &node{}, 1<<20)
+	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	defer cancel()
+	for i := range 16 {
+		if err := w.write(ctx, make([]byte, 4096), int64(i)*1<<20); err != nil {
+			close(f.gate)
+			t.Fatalf("write %d of 16 scattered ones waited for room: %v", i+1, err)
+		}
+	}
+	close(f.gate)
+	if _, err := w.wait(bg); err != nil {
+		t.Fatal(err)
+	}
+	if f.maxCap > 64<<10 {
+		t.Fatalf("a scattered 4 KiB write pinned a buffer of %d bytes", f.maxCap)
+	}
+}
