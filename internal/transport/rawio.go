@@ -47,18 +47,18 @@ type rawReads struct {
 
 func newRawReads() *rawReads { return &rawReads{reqs: map[uint32]*rawReq{}} }
 
-// rawReq is one READ or WRITE. A READ's dest lies in l, which the request
-// holds until it is answered, so that a caller that gave up never sees its
-// memory written; a WRITE has neither (its data is in the pipe once sent).
+// rawReq is one READ or WRITE. A READ's dest, and a WRITE's data, lie in
+// l, which the request holds until it is answered or its session ends, so
+// that a caller that gave up never sees its memory written, and a buffer
+// spliced into the pipe is not reused before ssh has read it.
 type rawReq struct {
-	dest     []byte
-	l        *lease // a READ's destination, or a WRITE's data
-	write    bool
-	n        int
-	err      error
-	finished atomic.Bool
-	done     chan struct{}
-	sent     time.Time // for the channel's watchdog (watchRaw)
+	dest  []byte
+	l     *lease
+	write bool
+	n     int
+	err   error
+	done  chan struct{}
+	sent  time.Time // for the channel's watchdog (watchRaw)
 }
 
 // add registers a request and returns its id.
@@ -128,7 +128,6 @@ func (r *rawReads) fail(err error) {
 
 func (q *rawReq) finish(n int, err error) {
 	q.n, q.err = n, err
-	q.finished.Store(true)
 	if q.l != nil {
 		q.l.release()
 	}
