@@ -14,6 +14,11 @@ import (
 // gets proportionally less.
 const latencyTolerance = 2
 
+// latencyFloor: nor when it is slower by less than this. Sub-millisecond
+// latencies (loopback, one LAN) double with scheduling noise on a busy
+// machine, and weighing them sent nearly every file to one member.
+const latencyFloor = 2 * time.Millisecond
+
 // minSamples is how many probes a member's latency needs before it counts:
 // the first few, taken while a mount starts and everything competes for
 // the CPU, are noise.
@@ -46,7 +51,7 @@ func (s *Set) pickRead(tried uint64) *member {
 			continue
 		}
 		sc := m.load()
-		if l := m.latency(); fastest > 0 && l > latencyTolerance*fastest {
+		if l := m.latency(); fastest > 0 && l > latencyTolerance*fastest && time.Duration(l-fastest) > latencyFloor {
 			sc *= float64(l) / float64(fastest)
 		}
 		if best == nil || sc < bestScore {

@@ -10,7 +10,8 @@ package replica
 //   - Reads and metadata (Lstat, Stat, ReadDir, Readlink, StatFS, and Open
 //     for reading) go to the healthy member with the least work: calls in
 //     flight plus open files, times its latency relative to the fastest
-//     member's when that is more than latencyTolerance times larger. The
+//     member's when that is more than latencyTolerance times larger and
+//     more than latencyFloor (2 ms) longer. The
 //     latency is a moving average of probe round trips (an Lstat of the
 //     root every ProbeInterval on every member); it counts only after a
 //     few probes, the first ones being noise while a mount starts.

@@ -18,6 +18,7 @@ func TestPickWeighsLatency(t *testing.T) {
 		{"equal", time.Millisecond, time.Millisecond, minSamples, 6},
 		{"within tolerance", time.Millisecond, 1900 * time.Microsecond, minSamples, 6},
 		{"5x slower", time.Millisecond, 5 * time.Millisecond, minSamples, 10},
+		{"3x slower, by less than the floor", 300 * time.Microsecond, 900 * time.Microsecond, minSamples, 6},
 		{"5x slower, too few probes", time.Millisecond, 5 * time.Millisecond, minSamples - 1, 6},
 	}
 	for _, c := range cases {
