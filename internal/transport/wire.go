@@ -251,30 +251,39 @@ func (c *wireWriter) writev(iov [][]byte) error {
 	if len(iov) == 0 {
 		return nil
 	}
+	return c.onFD(func(fd int) (int, error) { return unix.Writev(fd, iov) }, func(n int) bool {
+		for n > 0 && len(iov) > 0 {
+			k := min(n, len(iov[0]))
+			iov[0] = iov[0][k:]
+			n -= k
+			if len(iov[0]) == 0 {
+				iov = iov[1:]
+			}
+		}
+		return len(iov) == 0
+	})
+}
+
+// onFD runs op on w's descriptor until done, given the bytes op wrote,
+// reports everything written; it waits for room when the pipe is full.
+func (c *wireWriter) onFD(op func(fd int) (int, error), done func(n int) bool) error {
 	var werr error
 	err := c.fd.Write(func(fd uintptr) bool {
-		for len(iov) > 0 {
-			n, err := unix.Writev(int(fd), iov)
-			if err == unix.EAGAIN {
+		for {
+			n, err := op(int(fd))
+			switch {
+			case err == unix.EAGAIN:
 				return false // wait until the pipe has room
-			}
-			if err == unix.EINTR {
+			case err == unix.EINTR:
 				continue
-			}
-			if err != nil {
+			case err != nil:
 				werr = err
 				return true
 			}
-			for n > 0 && len(iov) > 0 {
-				k := min(n, len(iov[0]))
-				iov[0] = iov[0][k:]
-				n -= k
-				if len(iov[0]) == 0 {
-					iov = iov[1:]
-				}
+			if done(n) {
+				return true
 			}
 		}
-		return true
 	})
 	if err != nil {
 		return err
@@ -290,30 +299,14 @@ const minSplice = 32 << 10
 // ssh copies the data out of them when it reads, one copy instead of two,
 // and the pipe needs no pages of its own.
 func (c *wireWriter) splice(b []byte) error {
-	var werr error
-	err := c.fd.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			iov := []unix.Iovec{{Base: &b[0]}}
-			iov[0].SetLen(len(b))
-			n, err := unix.Vmsplice(int(fd), iov, 0)
-			if err == unix.EAGAIN {
-				return false // wait until the pipe has room
-			}
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				werr = err
-				return true
-			}
-			b = b[n:]
-		}
-		return true
+	return c.onFD(func(fd int) (int, error) {
+		iov := []unix.Iovec{{Base: &b[0]}}
+		iov[0].SetLen(len(b))
+		return unix.Vmsplice(fd, iov, 0)
+	}, func(n int) bool {
+		b = b[n:]
+		return len(b) == 0
 	})
-	if err != nil {
-		return err
-	}
-	return werr
 }
 
 // isPipe reports whether the descriptor is a pipe.
