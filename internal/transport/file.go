@@ -352,10 +352,7 @@ func (f *file) do(ctx context.Context, k reqKind, l *lease, fn func(c *channel, 
 		}
 		l.hold()
 		err = f.h.run(dctx, c, k, func() error { return fn(c, sf) }, func(bool) { l.release() })
-		switch {
-		case err == nil || isAnswer(err) || gaveUp(err):
-			return err
-		case errors.Is(err, os.ErrClosed):
+		if final(err) {
 			return err
 		}
 		c.kill(err)
@@ -451,6 +448,13 @@ func (f *file) live(ctx context.Context, deadline time.Time) (*channel, error) {
 	return c, err
 }
 
+// final reports whether err ends a request on a handle: success, the
+// server's answer, the caller giving up, or the file closed. Anything else
+// is the channel's failure: the request is tried again on another one.
+func final(err error) bool {
+	return err == nil || isAnswer(err) || gaveUp(err) || errors.Is(err, os.ErrClosed)
+}
+
 // errNoRaw: the request cannot go past pkg/sftp (handle string unknown,
 // or larger than one packet).
 var errNoRaw = errors.New("request not sent past pkg/sftp")
@@ -472,10 +476,7 @@ func (f *file) writeRaw(ctx context.Context, l *lease, data []byte, off int64) e
 			return errNoRaw
 		}
 		err = f.h.rawWrite(ctx, deadline, c, raw, l, data, off)
-		switch {
-		case err == nil || isAnswer(err) || gaveUp(err):
-			return err
-		case errors.Is(err, os.ErrClosed):
+		if final(err) {
 			return err
 		}
 		c.kill(err)
@@ -503,9 +504,7 @@ func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest [
 		switch {
 		case (err == nil || isAnswer(err)) && !f.markRead(ep):
 			continue // answered from before a re-open that changed the reference
-		case err == nil || isAnswer(err) || gaveUp(err):
-			return n, err
-		case errors.Is(err, os.ErrClosed):
+		case final(err):
 			return n, err
 		}
 		c.kill(err)
