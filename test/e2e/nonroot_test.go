@@ -65,6 +65,25 @@ func requireUserMounts(t *testing.T) {
 
 // newUserArea creates the area below the test's temporary directory and
 // opens search permission on every directory above it until the test ends.
+// userMountSetup starts a host and an ordinary user's area with an ssh
+// config and a mountpoint, unmounted (if mounted) when the test ends.
+func userMountSetup(t *testing.T) (*testenv.Host, *userArea, string, string) {
+	t.Helper()
+	h := testenv.StartHost(t, "127.0.0.2")
+	u := newUserArea(t)
+	cfg := u.sshConfig(t, h)
+	mnt := u.mkdir(t, filepath.Join(u.root, "mnt"))
+	t.Cleanup(func() {
+		if err := testenv.Unmount(mnt); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", h.Log())
+		}
+	})
+	return h, u, cfg, mnt
+}
+
 func newUserArea(t *testing.T) *userArea {
 	t.Helper()
 	base := t.TempDir()
@@ -218,18 +237,7 @@ func uids(pid int) string {
 // and daemon.
 func TestNonRootMount(t *testing.T) {
 	requireUserMounts(t)
-	h := testenv.StartHost(t, "127.0.0.2")
-	u := newUserArea(t)
-	cfg := u.sshConfig(t, h)
-	mnt := u.mkdir(t, filepath.Join(u.root, "mnt"))
-	t.Cleanup(func() {
-		if err := testenv.Unmount(mnt); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", h.Log())
-		}
-	})
+	h, u, cfg, mnt := userMountSetup(t)
 
 	u.must(t, u.bin, "-F", cfg, h.Alias+":"+h.Dir, mnt)
 	m, ok := mountinfo.At(mnt)
@@ -307,15 +315,7 @@ func TestNonRootAllowOtherRefused(t *testing.T) {
 			}
 		}
 	}
-	h := testenv.StartHost(t, "127.0.0.2")
-	u := newUserArea(t)
-	cfg := u.sshConfig(t, h)
-	mnt := u.mkdir(t, filepath.Join(u.root, "mnt"))
-	t.Cleanup(func() {
-		if err := testenv.Unmount(mnt); err != nil {
-			t.Error(err)
-		}
-	})
+	h, u, cfg, mnt := userMountSetup(t)
 
 	out, err := u.run(u.bin, "-F", cfg, "-o", "allow_other", h.Alias+":"+h.Dir, mnt)
 	t.Logf("output: %q, %v", out, err)
