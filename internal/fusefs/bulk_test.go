@@ -347,3 +347,28 @@ func TestWalkLeavesFilesOut(t *testing.T) {
 	}
 	sameTree(t, filepath.Join(tm.dir, "two"), tm.path("two"))
 }
+
+// ls -l DIR on a fresh mount reads a listing the lookup of DIR prefetched,
+// like a walk does, but nobody read DIR's parent: READDIRPLUS carries
+// every entry, so the stats of its files need no lookups.
+func TestLookAtOneDirectoryKeepsFiles(t *testing.T) {
+	tm, fsys := mountFsys(t, walkOpts())
+	const files = 50
+	if err := os.MkdirAll(filepath.Join(tm.dir, "top", "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		mustWrite(t, filepath.Join(tm.dir, "top", "dir", fmt.Sprintf("f%02d", i)), []byte("x"))
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(tm.path("top/dir"), &st); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(tm.path("top/dir"))
+	if err != nil || len(ents) != files {
+		t.Fatalf("read %d entries, %v; want %d", len(ents), err, files)
+	}
+	if d, f := nodesUnder(fsys, "top/dir"); d != 0 || f != files {
+		t.Errorf("after reading top/dir: nodes for %d directories and %d files, want 0 and %d", d, f, files)
+	}
+}

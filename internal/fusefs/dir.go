@@ -93,7 +93,7 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 	d.byName = nil
 	d.fetched = true
 	walking := d.n.fsys.pre.read(d.dir, list, ok && d.n.fsys.dirs.TakePrefetched(d.dir))
-	d.noFiles = walking && d.n.fsys.pre.filesLeftOut()
+	d.noFiles = d.n.fsys.pre.leavesFilesOut(d.dir, walking)
 	return 0
 }
 

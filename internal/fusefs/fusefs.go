@@ -174,9 +174,9 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 			MaxReadAhead:     maxWrite,
 			DirectMount:      true,
 			DirectMountFlags: flags,
-			// Extended attributes do not exist over SFTP; the kernel
-			// still asks for security labels on every write unless told.
-			IgnoreSecurityLabels: true,
+			// IgnoreSecurityLabels stays off: Getxattr answers every
+			// name with ENOSYS (misc.go), ACLs and capabilities
+			// included, and the kernel stops asking.
 			// Asynchronous direct I/O keeps several O_DIRECT requests of
 			// one file in flight (fio, databases); without it the kernel
 			// sends them one at a time, one round trip each.

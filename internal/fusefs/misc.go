@@ -16,8 +16,9 @@ var (
 )
 
 // SFTP has no extended attributes. Reading them answers ENOSYS, which the
-// kernel remembers for the mount and turns into EOPNOTSUPP for every later
-// call without asking again: ls -l asks two per file otherwise.
+// kernel remembers for the mount and turns into EOPNOTSUPP (ENODATA for
+// ACLs: none) for every later call without asking again: ls -l asks for
+// each file's ACL otherwise.
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	return 0, syscall.ENOSYS

@@ -3,6 +3,8 @@ package fusefs
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +12,47 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
+
+	"sshfsm/internal/namespace"
+	"sshfsm/internal/testenv"
 )
+
+// ls -l asks for each file's ACL. The first attribute request, whatever
+// its name, tells the kernel to stop asking: one request per mount, not
+// one per file. Without ACLs the kernel answers ENODATA for them, and
+// EOPNOTSUPP for other names.
+func TestXattrAskedOnce(t *testing.T) {
+	dir, mnt := t.TempDir(), t.TempDir()
+	fsys := newFilesys(namespace.Single(newRemote(t, dir)), defaultOpts())
+	o := fsys.fsOptions(MountOptions{FsName: "test", Subtype: "sshfsm", Debug: true})
+	var debug testenv.LogBuffer
+	o.MountOptions.Logger = log.New(&debug, "", 0)
+	srv, err := fs.Mount(mnt, fsys.root, o)
+	if err != nil {
+		t.Fatalf("Mount: %v", err)
+	}
+	tm := &testMount{dir: dir, mnt: mnt, srv: srv, logs: &testenv.LogBuffer{}}
+	t.Cleanup(func() { tm.unmount(t) })
+	buf := make([]byte, 64)
+	for i := range 3 {
+		p := tm.path(fmt.Sprint("f", i))
+		mustWrite(t, p, []byte("x"))
+		for _, c := range []struct {
+			name string
+			want error
+		}{{"system.posix_acl_access", syscall.ENODATA}, {"system.posix_acl_default", syscall.ENODATA},
+			{"security.capability", syscall.ENOTSUP}, {"user.a", syscall.ENOTSUP}} {
+			if _, err := unix.Lgetxattr(p, c.name, buf); err != c.want {
+				t.Errorf("getxattr %s %s: %v, want %v", p, c.name, err, c.want)
+			}
+		}
+	}
+	if n := strings.Count(debug.String(), ": GETXATTR "); n != 1 {
+		t.Errorf("%d GETXATTR requests reached the filesystem, want 1", n)
+	}
+}
 
 // TestErrnos checks the errno of each failing operation.
 func TestErrnos(t *testing.T) {

@@ -55,8 +55,10 @@ type prefetcher struct {
 	stack []prefetchJob
 	// wanted holds the directories queued since, until a reader reads
 	// them (or it grows past maxWanted and starts afresh).
-	wanted  map[string]bool
-	workers int
+	wanted map[string]bool
+	// readDirs holds directories readers read (bounded like wanted).
+	readDirs map[string]bool
+	workers  int
 
 	// noBulk: the namespace cannot list trees; walks are prefetched
 	// directory by directory. bulkPause: after a failed bulk listing,
@@ -74,7 +76,7 @@ type prefetchJob struct {
 }
 
 func newPrefetcher(f *filesys) *prefetcher {
-	return &prefetcher{f: f, wanted: map[string]bool{}}
+	return &prefetcher{f: f, wanted: map[string]bool{}, readDirs: map[string]bool{}}
 }
 
 // maxWanted bounds the directories remembered as queued.
@@ -115,6 +117,23 @@ const fullWindow = 30 * time.Second
 // of files.
 func (p *prefetcher) filesLeftOut() bool {
 	return time.Now().UnixNano() >= p.fullUntil.Load()
+}
+
+// leavesFilesOut records that a reader read dir and reports whether that
+// read leaves the entries of files out: it does during a walk, below a
+// directory a reader read. ls -l DIR on a fresh mount reads a prefetched
+// listing too (the lookup of DIR listed its parent), but nobody read the
+// parent: a look at one directory, whose files it stats, gets them all.
+func (p *prefetcher) leavesFilesOut(dir string, walking bool) bool {
+	parent, _ := split(dir)
+	p.mu.Lock()
+	below := dir != "" && p.readDirs[parent]
+	if len(p.readDirs) >= maxWanted {
+		clear(p.readDirs)
+	}
+	p.readDirs[dir] = true
+	p.mu.Unlock()
+	return walking && below && p.filesLeftOut()
 }
 
 // statsFiles records that a walker looked up a file whose entry its
