@@ -20,10 +20,15 @@ import (
 // alone holding all 2 × unionNames names; then a union of two branches
 // holding the same unionNames names (the union lists unionNames), and the
 // first comparison again with each host behind its own latency proxy.
+// ls -l of the same directories on local disk (unionNames and 2 ×
+// unionNames names) shows what listing twice the names costs without any
+// filesystem of ours: ls and the kernel do work per name too.
 
 const (
 	unionOneKey  = "sshfsm-1-host"
 	unionSameKey = "sshfsm-1-host-all"
+	unionLocal1  = "local-1-dir"
+	unionLocal2  = "local-all"
 	unionNames   = 1000
 )
 
@@ -43,7 +48,9 @@ var (
 // union itself, which is reported as sshfsm (the target applies to it).
 func unionTools() []*tool {
 	return []*tool{{key: unionOneKey, name: "sshfsm, one host"},
-		{key: unionSameKey, name: fmt.Sprintf("sshfsm, one host with all %d names", 2*unionNames)}}
+		{key: unionSameKey, name: fmt.Sprintf("sshfsm, one host with all %d names", 2*unionNames)},
+		{key: unionLocal1, name: fmt.Sprintf("local disk, %d names", unionNames), local: true},
+		{key: unionLocal2, name: fmt.Sprintf("local disk, %d names", 2*unionNames), local: true}}
 }
 
 // unionRun is one mount measured in every repeat; its sample counts for
@@ -51,7 +58,8 @@ func unionTools() []*tool {
 type unionRun struct {
 	label    string
 	t        *tool
-	branches []string
+	branches []string // none: local lists dir on local disk
+	dir      string
 	want     int // names ls -l must show
 	ws       []*workload
 }
@@ -86,7 +94,12 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			v, err := listFresh(ctx, bin, ue.cfg, u.branches, mnt, u.want)
+			var v float64
+			if u.branches == nil {
+				v, err = listLocal(ctx, u.dir, u.want)
+			} else {
+				v, err = listFresh(ctx, bin, ue.cfg, u.branches, mnt, u.want)
+			}
 			if err != nil {
 				r.fail(u.t, u.ws[0].id, err)
 				continue
@@ -104,6 +117,9 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 		}
 	}
 	e.note("union: median union / one host: %s", strings.Join(ratios, ", "))
+	if s := r.ratio(wUnionList, unionLocal2, unionLocal1); s != "" {
+		e.note("union: local disk, ls -l of %d names / %d names: %s", 2*unionNames, unionNames, s)
+	}
 	return nil
 }
 
@@ -141,14 +157,17 @@ func newUnionEnv(e *env) (*unionEnv, error) {
 	e.note("union: a second sshd on %s; %d files in a directory of each host (the same names on both for %s); ls -l of a fresh mount after dropping caches; for %s each sshd is reached through its own internal/netproxy adding %v RTT (ssh_config aliases with HostKeyAlias)",
 		host2.Addr, unionNames, wUnionOverlap.id, wUnionRTT.id, e.c.rtt)
 	a1, a2 := e.host.Alias+":", host2.Alias+":"
-	one, all, union := unionTools()[0], unionTools()[1], &tool{key: sshfsmKey, name: "sshfsm"}
+	ut := unionTools()
+	one, all, local1, local2, union := ut[0], ut[1], ut[2], ut[3], &tool{key: sshfsmKey, name: "sshfsm"}
 	ue.runs = []unionRun{
-		{"one-host", one, []string{a1 + dirA}, unionNames, []*workload{wUnionList, wUnionOverlap}},
-		{"union", union, []string{a1 + dirA, a2 + dirB}, 2 * unionNames, []*workload{wUnionList}},
-		{"one-host-all", all, []string{a1 + dirAll}, 2 * unionNames, []*workload{wUnionList}},
-		{"union-same-names", union, []string{a1 + dirA, a2 + dirA2}, unionNames, []*workload{wUnionOverlap}},
-		{"one-host-rtt", one, []string{rtt1 + ":" + dirA}, unionNames, []*workload{wUnionRTT}},
-		{"union-rtt", union, []string{rtt1 + ":" + dirA, rtt2 + ":" + dirB}, 2 * unionNames, []*workload{wUnionRTT}},
+		{"one-host", one, []string{a1 + dirA}, "", unionNames, []*workload{wUnionList, wUnionOverlap}},
+		{"union", union, []string{a1 + dirA, a2 + dirB}, "", 2 * unionNames, []*workload{wUnionList}},
+		{"one-host-all", all, []string{a1 + dirAll}, "", 2 * unionNames, []*workload{wUnionList}},
+		{"local", local1, nil, dirA, unionNames, []*workload{wUnionList}},
+		{"local-all", local2, nil, dirAll, 2 * unionNames, []*workload{wUnionList}},
+		{"union-same-names", union, []string{a1 + dirA, a2 + dirA2}, "", unionNames, []*workload{wUnionOverlap}},
+		{"one-host-rtt", one, []string{rtt1 + ":" + dirA}, "", unionNames, []*workload{wUnionRTT}},
+		{"union-rtt", union, []string{rtt1 + ":" + dirA, rtt2 + ":" + dirB}, "", 2 * unionNames, []*workload{wUnionRTT}},
 	}
 	return ue, nil
 }
@@ -173,6 +192,20 @@ func fillNames(dir, prefix string, n int) error {
 		f.Close()
 	}
 	return nil
+}
+
+// listLocal drops the page cache and times ls -l of dir on local disk,
+// checking that it listed want names.
+func listLocal(ctx context.Context, dir string, want int) (float64, error) {
+	dropCaches()
+	d, out, err := timeShell(ctx, dir, "ls -l | wc -l")
+	if err != nil {
+		return 0, err
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != want+1 {
+		return 0, fmt.Errorf("ls -l listed %q lines, want %d names", out, want)
+	}
+	return d.Seconds(), nil
 }
 
 // listFresh mounts branches at mnt, drops the page cache, times ls -l of
