@@ -9,13 +9,6 @@ import (
 func compatOptions() []Option {
 	s := SecCompat
 	return []Option{
-		enumOpt("cache", "yes", []string{"yes", "no"}, s,
-			"cache=no is cache_timeout=0: nothing is cached.",
-			func(c *Config, v string) {
-				if v == "no" {
-					c.Cache.setAll(0)
-				}
-			}),
 		enumOpt("dir_cache", "yes", []string{"yes", "no"}, s,
 			"dir_cache=no is dcache_timeout=0.",
 			func(c *Config, v string) {

@@ -150,7 +150,11 @@ type Cache struct {
 	EntryTimeout    time.Duration
 	NegativeTimeout time.Duration
 	DirCacheTimeout time.Duration
-	PrefetchDepth   int // levels of subdirectories listed ahead of a walk
+	PrefetchDepth   int    // levels of subdirectories listed ahead of a walk
+	Mode            string // coherence mode: auto, immutable or strict
+	Disk            bool   // keep contents on local disk
+	Dir             string // the disk cache's directory; "" = the default
+	MaxSize         int64  // bytes of contents on disk
 }
 
 // Symlinks configures how symbolic links are presented.

@@ -188,7 +188,7 @@ ro = false
 		{"mountpoint", c.Mountpoint, dir + "/mnt"},
 		{"ssh_config", c.SSH.ConfigFile, dir + "/ssh/config"},
 		// cache=false came last: cache=no sets every timeout to 0.
-		{"cache", c.Cache, Cache{PrefetchDepth: 6}},
+		{"cache", c.Cache, Cache{PrefetchDepth: 6, Mode: "auto", MaxSize: 10 << 30}},
 		{"reconnect", c.SSH.Reconnect, false},
 		{"contain", c.Symlinks.Contain, false},
 		{"ro", c.FUSE.ReadOnly, true},

@@ -128,6 +128,31 @@ func cacheOptions() []Option {
 			func(c *Config, n int) { c.Cache.PrefetchDepth = n }),
 		secondsOpt("cache_timeout", "", s, false, "Set attr_timeout, entry_timeout, negative_timeout and dcache_timeout at once.",
 			func(c *Config, d time.Duration) { c.Cache.setAll(d) }),
+		enumOpt("cache", "auto", []string{"auto", "immutable", "strict", "yes", "no"}, s,
+			"Coherence mode. auto: attributes and listings are trusted for their timeouts, and an open reuses cached content when the file's size and mtime are unchanged (close-to-open consistency, as NFS). immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known. strict: no content is reused across opens without revalidation; for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and disk_cache=no).",
+			func(c *Config, v string) {
+				c.Cache.Mode = v
+				if v == "yes" {
+					c.Cache.Mode = "auto"
+				}
+				if v == "no" {
+					c.Cache.Mode = "auto"
+					c.Cache.setAll(0)
+					c.Cache.Disk = false
+				}
+			}),
+		withNot(withDefault(flagOpt("disk_cache", s, "Keep file contents read from the servers on local disk, in cache_dir, across mounts and restarts (default).",
+			func(c *Config) { c.Cache.Disk = true }), "on"), "nodisk_cache"),
+		withNot(flagOpt("nodisk_cache", s, "Keep no file contents on local disk.",
+			func(c *Config) { c.Cache.Disk = false }), "disk_cache"),
+		stringOpt("cache_dir", "DIR", "", s, "Directory of the disk cache (default: $XDG_CACHE_HOME/sshfsm, else ~/.cache/sshfsm).",
+			func(c *Config, v string) error { c.Cache.Dir = v; return nil }),
+		stringOpt("cache_max_size", "SIZE", "10G", s, "Most bytes of file contents the disk cache keeps, least recently used dropped first; K, M, G, T suffixes (powers of 1024). The cache also always leaves 5% of its filesystem free.",
+			func(c *Config, v string) error {
+				n, err := parseSize(v)
+				c.Cache.MaxSize = n
+				return err
+			}),
 	}
 }
 

@@ -20,6 +20,24 @@ func parseInt(v string, lo, hi int) (int, error) {
 	return int(n), nil
 }
 
+// parseSize parses a byte count with an optional K, M, G or T suffix
+// (powers of 1024).
+func parseSize(v string) (int64, error) {
+	mult := int64(1)
+	if i := strings.IndexAny(v, "KMGTkmgt"); i >= 0 && i == len(v)-1 {
+		mult = 1 << (10 * (strings.IndexByte("KMGT", v[i]&^0x20) + 1))
+		v = v[:i]
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("not a size (bytes, with an optional K, M, G or T suffix)")
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("too large")
+	}
+	return n * mult, nil
+}
+
 func parseOctal(v string) (uint32, error) {
 	n, err := strconv.ParseUint(v, 8, 32)
 	if err != nil {
