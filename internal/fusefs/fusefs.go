@@ -45,6 +45,8 @@ type Options struct {
 	// Cache, when set, is the listing cache to use instead of a new one
 	// keeping listings DirCacheTimeout; its owner reads its counters.
 	Cache *cache.Dirs
+	// Mode is the coherence mode (-o cache=).
+	Mode cache.Mode
 }
 
 // MountOptions are passed to the kernel at mount time.
