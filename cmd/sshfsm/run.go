@@ -23,6 +23,9 @@ func run(args []string) config.ExitCode {
 	if len(args) > 0 && args[0] == "status" {
 		return runStatus(args[1:])
 	}
+	if len(args) > 0 && args[0] == "warm" {
+		return runWarm(args[1:])
+	}
 	cfg, err := config.Parse(args)
 	if err != nil {
 		return fail(os.Stderr, err)

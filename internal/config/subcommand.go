@@ -52,7 +52,87 @@ func Subcommands() []Subcommand {
 			"Each mount's sshfsm answers on a unix socket in $XDG_RUNTIME_DIR/sshfsm (/tmp/sshfsm-UID without XDG_RUNTIME_DIR) that only the mounting user can use. " +
 			"Exit status: 0 when every mount asked answered (also when there is none); 1 for a usage error; " +
 			"2 when mountpoint is not an sshfsm mount of the calling user; 6 when an sshfsm does not answer within 3 seconds or speaks another version.",
+	}, {
+		Name: "warm",
+		Args: "path...",
+		Switches: []SubSwitch{
+			{Names: []string{"--content"}, Help: "Read the contents of the files too, so that later reads are served from the disk cache (and the page cache)."},
+			{Names: []string{"--max-size SIZE"}, Help: "With --content, skip files larger than SIZE (bytes; K, M, G, T suffixes)."},
+			{Names: []string{"--jobs N"}, Help: "Directories listed and files read at once (default 16)."},
+			{Names: []string{"-h", "--help"}, Help: "Print this help and exit."},
+		},
+		Help: "Fetch ahead of use the metadata, and with --content the contents, of every path below each path, which must be inside sshfsm mounts: " +
+			"a build, an indexer or a search then finds them in the caches. " +
+			"On a terminal one progress line is updated (directories and files seen, bytes read of the total, rate, time left); otherwise a progress line is printed every 5 seconds. " +
+			"Ctrl-C stops at once; what was fetched stays cached. " +
+			"Exit status: 0 when everything was fetched; 1 for a usage error or when some files could not be read (each is named on stderr, at most 10); " +
+			"2 when a path is not inside an sshfsm mount; 130 when interrupted.",
 	}}
+}
+
+// WarmArgs is a parsed sshfsm warm command line.
+type WarmArgs struct {
+	Content bool
+	MaxSize int64 // 0 = no limit
+	Jobs    int
+	Help    bool
+	Paths   []string
+}
+
+// ParseWarm reads the arguments after "warm".
+func ParseWarm(args []string) (WarmArgs, error) {
+	w := WarmArgs{Jobs: 16}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		needVal := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", Errorf(ExitUsage, "option %s needs an argument", name)
+			}
+			i++
+			return args[i], nil
+		}
+		switch {
+		case a == "--":
+			w.Paths = append(w.Paths, args[i+1:]...)
+			i = len(args)
+		case a == "--content":
+			w.Content = true
+		case a == "-h" || a == "--help":
+			w.Help = true
+		case name == "--max-size":
+			v, err := needVal()
+			if err != nil {
+				return w, err
+			}
+			if w.MaxSize, err = parseSize(v); err != nil || w.MaxSize == 0 {
+				return w, Errorf(ExitUsage, "bad value %q for --max-size: not a size above 0 (bytes, with an optional K, M, G or T suffix)", v)
+			}
+		case name == "--jobs":
+			v, err := needVal()
+			if err != nil {
+				return w, err
+			}
+			if w.Jobs, err = parseInt(v, 1, 256); err != nil {
+				return w, Errorf(ExitUsage, "bad value %q for --jobs: %v", v, err)
+			}
+		case len(a) > 1 && a[0] == '-':
+			return w, Errorf(ExitUsage, "unknown option %s (see sshfsm warm --help)", a)
+		default:
+			w.Paths = append(w.Paths, a)
+		}
+	}
+	switch {
+	case w.Help:
+	case len(w.Paths) == 0:
+		return w, Errorf(ExitUsage, "sshfsm warm needs at least one path (see sshfsm warm --help)")
+	case w.MaxSize > 0 && !w.Content:
+		return w, Errorf(ExitUsage, "--max-size applies to --content, which is not given")
+	}
+	return w, nil
 }
 
 // StatusArgs is a parsed sshfsm status command line.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -52,6 +53,40 @@ func TestSubcommandsDocumented(t *testing.T) {
 			if !strings.Contains(SubcommandHelp(s.Name), strings.Join(sw.Names, ", ")) {
 				t.Errorf("sshfsm %s --help lacks %v", s.Name, sw.Names)
 			}
+		}
+	}
+}
+
+func TestParseWarm(t *testing.T) {
+	cases := []struct {
+		args []string
+		want WarmArgs
+		err  string
+	}{
+		{[]string{"/m/a"}, WarmArgs{Jobs: 16, Paths: []string{"/m/a"}}, ""},
+		{[]string{"--content", "a", "b"}, WarmArgs{Content: true, Jobs: 16, Paths: []string{"a", "b"}}, ""},
+		{[]string{"--content", "--max-size", "10M", "a"}, WarmArgs{Content: true, MaxSize: 10 << 20, Jobs: 16, Paths: []string{"a"}}, ""},
+		{[]string{"--content", "--max-size=2k", "--jobs=4", "a"}, WarmArgs{Content: true, MaxSize: 2048, Jobs: 4, Paths: []string{"a"}}, ""},
+		{[]string{"--", "--content"}, WarmArgs{Jobs: 16, Paths: []string{"--content"}}, ""},
+		{[]string{"-h"}, WarmArgs{Help: true, Jobs: 16}, ""},
+		{nil, WarmArgs{}, "sshfsm warm needs at least one path"},
+		{[]string{"--bogus", "a"}, WarmArgs{}, "unknown option --bogus (see sshfsm warm --help)"},
+		{[]string{"--max-size", "1G", "a"}, WarmArgs{}, "--max-size applies to --content"},
+		{[]string{"--content", "--max-size", "lots", "a"}, WarmArgs{}, `bad value "lots" for --max-size`},
+		{[]string{"--content", "--max-size", "0", "a"}, WarmArgs{}, `bad value "0" for --max-size`},
+		{[]string{"--jobs", "0", "a"}, WarmArgs{}, `bad value "0" for --jobs: must be between 1 and 256`},
+		{[]string{"a", "--jobs"}, WarmArgs{}, "option --jobs needs an argument"},
+	}
+	for _, tc := range cases {
+		got, err := ParseWarm(tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || CodeOf(err) != ExitUsage {
+				t.Errorf("%q: %v, want usage error %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: %+v, %v; want %+v", tc.args, got, err, tc.want)
 		}
 	}
 }
