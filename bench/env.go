@@ -33,6 +33,7 @@ func newEnv(ctx context.Context, c *config) (*env, error) {
 		return nil, err
 	}
 	e := &env{c: c, work: work}
+	diskCacheDir = filepath.Join(work, "sshfsm-cache")
 	ok := false
 	defer func() {
 		if !ok {

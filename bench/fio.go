@@ -128,7 +128,7 @@ func runFio(ctx context.Context, e *env, r *results) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			m, err := doMount(ctx, t, e.cfg, e.alias, e.host.Dir, e.mnt(t))
+			m, err := doMount(ctx, transportOnly(t), e.cfg, e.alias, e.host.Dir, e.mnt(t))
 			if err != nil {
 				r.fail(t, "fio", err)
 				continue

@@ -199,7 +199,7 @@ func rttRead(ctx context.Context, e *env, r *results, t *tool, read fioJob) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		m, err := doMount(ctx, t, e.cfg, e.rttAlias, e.host.Dir, e.mnt(t))
+		m, err := doMount(ctx, transportOnly(t), e.cfg, e.rttAlias, e.host.Dir, e.mnt(t))
 		if err != nil {
 			r.fail(t, read.w.id, err)
 			return nil

@@ -45,7 +45,7 @@ func allTools(sshfsmBin string) []*tool {
 				alias + ":" + dir, mnt}
 		}},
 		{key: sshfsmKey, name: "sshfsm", argv: func(cfg, alias, dir, mnt string) []string {
-			return []string{sshfsmBin, "-F", cfg, alias + ":" + dir, mnt}
+			return []string{sshfsmBin, "-F", cfg, "-o", "cache_dir=" + diskCacheDir, alias + ":" + dir, mnt}
 		}},
 		{key: localKey, name: "local disk", local: true},
 	}, append(replicaTools(), unionTools()...)...)
@@ -111,6 +111,34 @@ func mountOnce(ctx context.Context, t *tool, cfg, alias, dir, mnt string) (*moun
 		return nil, err
 	}
 	return &mount{tool: t, path: mnt, pid: daemonPID(mnt)}, nil
+}
+
+// diskCacheDir is where every sshfsm mount of the run keeps its disk cache
+// (contents and persisted metadata): below the run's work directory, never
+// the user's own. dropCaches empties it, so that a cold run finds nothing
+// of earlier ones anywhere.
+var diskCacheDir string
+
+func clearDiskCache() {
+	if diskCacheDir == "" {
+		return
+	}
+	if err := os.RemoveAll(diskCacheDir); err != nil {
+		logf("emptying the disk cache %s: %v", diskCacheDir, err)
+	}
+}
+
+// transportOnly is sshfsm without its disk cache: what the transport alone
+// does, for workloads that read the same data over and over (fio), which
+// the disk cache would then serve locally after the first pass.
+func transportOnly(t *tool) *tool {
+	if t.key != sshfsmKey {
+		return t
+	}
+	return &tool{key: t.key, name: t.name, argv: func(cfg, alias, dir, mnt string) []string {
+		argv := t.argv(cfg, alias, dir, mnt)
+		return append([]string{argv[0], "-o", "nodisk_cache"}, argv[1:]...)
+	}}
 }
 
 // unmount unmounts m and waits for its daemon to exit.
@@ -221,6 +249,7 @@ func rssKiB(pid int) (rss, hwm int64, err error) {
 // dropCaches drops the page, dentry and inode caches when running as root
 // and reports whether it did.
 func dropCaches() bool {
+	clearDiskCache()
 	if os.Geteuid() != 0 {
 		return false
 	}

@@ -141,8 +141,9 @@ func replicaRead(ctx context.Context, e *env, re *replicaEnv, dir string, n int)
 	if bin == nil {
 		return replicaReadInProcess(ctx, e, re, dir, n)
 	}
+	only := transportOnly(bin)
 	t := &tool{key: bin.key, name: bin.name, argv: func(cfg, alias, dir, mnt string) []string {
-		argv := bin.argv(cfg, alias, dir, mnt)
+		argv := only.argv(cfg, alias, dir, mnt)
 		return append([]string{argv[0], "-o", "max_conns=1"}, argv[1:]...)
 	}}
 	m, err := doMount(ctx, t, re.cfg, strings.Join(re.aliases[:n], ","), dir, filepath.Join(e.work, "mnt", "replica"))

@@ -212,7 +212,7 @@ func listLocal(ctx context.Context, dir string, want int) (float64, error) {
 // the root and checks that it listed want names.
 func listFresh(ctx context.Context, bin, cfg string, branches []string, mnt string, want int) (float64, error) {
 	t := &tool{key: "union", name: "union", argv: func(cfg, _, _, mnt string) []string {
-		return append(append([]string{bin, "-F", cfg}, branches...), mnt)
+		return append(append([]string{bin, "-F", cfg, "-o", "cache_dir=" + diskCacheDir}, branches...), mnt)
 	}}
 	m, err := doMount(ctx, t, cfg, "", "", mnt)
 	if err != nil {
