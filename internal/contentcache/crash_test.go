@@ -1,0 +1,5 @@
+package contentcache
+
+const crashChildEnv = "CONTENTCACHE_CRASH_DIR"
+
+func crashChild() int { return 0 }

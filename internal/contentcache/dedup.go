@@ -1,0 +1,199 @@
+package contentcache
+
+import (
+	"errors"
+	"slices"
+)
+
+// Digest returns the SHA-256 of the content when known: computed when the
+// entry became complete and verified, or set by SetDigest from a trusted
+// remote digest.
+func (e *Entry) Digest() (sum [32]byte, ok bool) {
+	s := e.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.digest, s.digestOf != digestNone && !s.dead
+}
+
+// SetDigest records the digest the remote gives for this file. When the
+// entry's own content is known to have another digest, that content is
+// not this file's: the entry is removed and starts empty.
+func (e *Entry) SetDigest(sum [32]byte) {
+	s := e.s
+	s.fillMu.Lock()
+	defer s.fillMu.Unlock()
+	s.mu.Lock()
+	kind, cur, f, dead := s.digestOf, s.digest, s.files, s.dead
+	s.mu.Unlock()
+	switch {
+	case dead || (kind != digestNone && cur == sum):
+		return
+	case kind == digestComputed && f != nil:
+		s.c.log.Warn("content cache: stored content differs from the digest the remote gives; dropped", "dir", s.dir)
+		if err := s.c.removeIf(s.dir, f.dirIno); err != nil {
+			s.c.log.Warn("content cache", "err", err)
+		}
+		s.attach(nil, nil, digestNone, [32]byte{})
+	}
+	s.mu.Lock()
+	s.digest, s.digestOf = sum, digestTrusted
+	f = s.files
+	s.mu.Unlock()
+	if f != nil {
+		if _, err := f.r.WriteAt(encodeDigest(digestTrusted, sum), digestOff); err != nil {
+			s.c.log.Warn("content cache: write digest", "file", f.r.Name(), "err", err)
+		}
+	}
+}
+
+// ByDigest returns an Entry for k sharing the content of a complete stored
+// entry whose digest is sum: the caller learnt (from the server, e.g.
+// sha256sum) that k has that digest. The Entry's blocks are checked
+// against their slots like any other's; Verified holds only once they
+// were checked during this boot.
+func (c *Cache) ByDigest(sum [32]byte, k Key) (*Entry, bool) {
+	e, err := c.Entry(k)
+	if err != nil {
+		c.log.Warn("content cache", "err", err)
+		return nil, false
+	}
+	if d, ok := e.Digest(); ok && d == sum && e.Complete() {
+		return e, true
+	}
+	if !c.linkObject(e.s, sum) {
+		e.Release()
+		return nil, false
+	}
+	return e, true
+}
+
+// linkObject makes s's directory another name of the stored copy of the
+// content whose digest is sum, and reports whether s is then complete.
+func (c *Cache) linkObject(s *state, sum [32]byte) bool {
+	o, _, err := c.openPair(c.objectDir(sum), s.size)
+	if err != nil {
+		if !errors.Is(err, errNotExist) && !errors.Is(err, errBroken) {
+			c.log.Warn("content cache", "err", err)
+		}
+		return false
+	}
+	defer o.close()
+	if kind, got := s.readDigest(o); kind != digestComputed || got != sum {
+		return false
+	}
+	s.fillMu.Lock()
+	defer s.fillMu.Unlock()
+	s.mu.Lock()
+	f, dead := s.files, s.dead
+	s.mu.Unlock()
+	if dead {
+		return false
+	}
+	if f == nil || f.dIno != o.dIno {
+		tmp, err := c.linkedDir(o)
+		if err == nil {
+			var replace uint64
+			if f != nil {
+				replace = f.dirIno
+			}
+			_, err = c.install(tmp, s.dir, replace)
+		}
+		if err != nil {
+			c.log.Warn("content cache", "err", err)
+		}
+		if err := s.reload(); err != nil {
+			c.log.Warn("content cache", "err", err)
+			return false
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.files != nil && s.nPresent == s.nblk && s.digestOf == digestComputed && s.digest == sum
+}
+
+// dedup (hasher) shares storage between s, whose files f hold verified
+// content of digest sum, and the stored copy of that content: it becomes
+// the stored copy when there is none (or a damaged one); otherwise s's
+// directory is replaced by another name of the stored copy, once that
+// copy is checked good during this boot, and f's space is freed when
+// this process stops using f.
+func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
+	if s.size == 0 {
+		return
+	}
+	obj := c.objectDir(sum)
+	o, _, err := c.openPair(obj, s.size)
+	switch {
+	case errors.Is(err, errNotExist):
+		c.publish(f, obj)
+		return
+	case errors.Is(err, errBroken):
+		if err := c.remove(obj); err == nil {
+			c.publish(f, obj)
+		}
+		return
+	case err != nil:
+		c.log.Warn("content cache", "err", err)
+		return
+	}
+	defer o.close()
+	if o.dIno == f.dIno {
+		return
+	}
+	if !c.objectGood(o, sum, s) {
+		if err := c.removeIf(obj, o.dirIno); err == nil {
+			c.publish(f, obj)
+		}
+		return
+	}
+	tmp, err := c.linkedDir(o)
+	if err == nil {
+		var ok bool
+		if ok, err = c.install(tmp, s.dir, f.dirIno); ok {
+			c.stats.shared.Add(1)
+			c.total.Add(-s.size)
+		}
+	}
+	if err != nil {
+		c.log.Warn("content cache", "err", err)
+	}
+}
+
+// publish makes f the stored copy of its content, at obj.
+func (c *Cache) publish(f *pair, obj string) {
+	tmp, err := c.linkedDir(f)
+	if err == nil {
+		_, err = c.install(tmp, obj, 0)
+	}
+	if err != nil {
+		c.log.Warn("content cache", "err", err)
+	}
+}
+
+// objectGood reports whether the stored copy o has digest sum, the same
+// slots as s, and every block good during this boot (checking them now
+// if no process did yet).
+func (c *Cache) objectGood(o *pair, sum [32]byte, s *state) bool {
+	if kind, got := s.readDigest(o); kind != digestComputed || got != sum {
+		return false
+	}
+	t := c.newState("object", s.size)
+	t.dir = o.d.Name()
+	slots := make([]byte, t.nblk*slotLen)
+	n, err := o.r.ReadAt(slots, slotsOff)
+	if err != nil && !isEOF(err) {
+		return false
+	}
+	t.attach(o, slots[:n], digestComputed, sum)
+	s.mu.Lock()
+	same := t.nPresent == t.nblk && slices.Equal(t.crcs, s.crcs)
+	s.mu.Unlock()
+	if !same {
+		return false
+	}
+	if t.markerValid(o) {
+		return true
+	}
+	ok, err := t.checkAll(c.ctx, nil)
+	return ok && err == nil
+}

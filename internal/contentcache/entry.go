@@ -1,0 +1,306 @@
+package contentcache
+
+import (
+	"fmt"
+	"io"
+	"sync"
+)
+
+var blockPool sync.Pool // *[]byte of the block size of the Cache that put them
+
+func (c *Cache) getBlock() *[]byte {
+	if b, ok := blockPool.Get().(*[]byte); ok && int64(cap(*b)) >= c.bs {
+		*b = (*b)[:c.bs]
+		return b
+	}
+	b := make([]byte, c.bs)
+	return &b
+}
+
+// ReadAt reads p at off if every byte of [off, off+len(p)) ∩ [0, Size) is
+// present and verified; ok=false (n=0) when some block is missing or
+// failed verification (it is then dropped, so the caller fetches it and
+// Fills it again). At or past Size: io.EOF like os.File. A block is
+// checked against its slot the first time this process reads it; err is
+// a failure of the local disk (the caller fetches from the remote).
+func (e *Entry) ReadAt(p []byte, off int64) (n int, ok bool, err error) {
+	s := e.s
+	if off < 0 {
+		return 0, false, fmt.Errorf("read %s: negative offset %d", s.dir, off)
+	}
+	if off >= s.size {
+		return 0, true, io.EOF
+	}
+	end := min(off+int64(len(p)), s.size)
+	if end == off {
+		return 0, true, nil
+	}
+	want := p[:end-off]
+	b0, b1 := off/s.c.bs, (end-1)/s.c.bs
+	f, allVerified, missing := s.lookup(b0, b1)
+	if missing > 0 && f != nil {
+		s.refresh(f, b0, b1)
+		f, allVerified, missing = s.lookup(b0, b1)
+	}
+	if f == nil || missing > 0 {
+		s.c.stats.missBytes.Add(int64(len(want)))
+		s.c.stats.missBlocks.Add(max(missing, 1))
+		return 0, false, nil
+	}
+	if allVerified {
+		ok, err = s.readVerified(f, want, off, b0, b1)
+	} else {
+		ok, err = s.readChecking(f, want, off, b0, b1)
+	}
+	if !ok || err != nil {
+		s.c.stats.missBytes.Add(int64(len(want)))
+		s.c.stats.missBlocks.Add(1)
+		return 0, false, err
+	}
+	s.c.stats.hitBytes.Add(int64(len(want)))
+	s.c.stats.hitBlocks.Add(b1 - b0 + 1)
+	s.c.touch(s, f, false)
+	if end == s.size && len(want) < len(p) {
+		return len(want), true, io.EOF
+	}
+	return len(want), true, nil
+}
+
+// lookup reports the files to read blocks [b0, b1] from (nil: none), and
+// whether they are all verified or how many are missing.
+func (s *state) lookup(b0, b1 int64) (f *pair, allVerified bool, missing int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead || s.files == nil {
+		return nil, false, b1 - b0 + 1
+	}
+	allVerified = true
+	for i := b0; i <= b1; i++ {
+		if !s.present.has(i) {
+			missing++
+		}
+		allVerified = allVerified && s.verified.has(i)
+	}
+	return s.files, allVerified, missing
+}
+
+// readVerified reads blocks already checked in this process straight into
+// want. A short read means the file was cut behind our back.
+func (s *state) readVerified(f *pair, want []byte, off, b0, b1 int64) (bool, error) {
+	n, err := f.d.ReadAt(want, off)
+	if n == len(want) {
+		return true, nil
+	}
+	if err != nil && !isEOF(err) {
+		return false, fmt.Errorf("read %s: %w", f.d.Name(), err)
+	}
+	s.unverify(f, b0, b1)
+	return false, nil
+}
+
+// unverify makes blocks [b0, b1] of f be checked again on their next read.
+func (s *state) unverify(f *pair, b0, b1 int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files != f {
+		return
+	}
+	for i := b0; i <= b1; i++ {
+		if s.verified.has(i) {
+			s.verified.clear(i)
+			s.nVerified--
+		}
+	}
+}
+
+// readChecking reads blocks [b0, b1] one at a time, reading whole any
+// block not yet checked and checking it against its slot; one that fails
+// is dropped and the read misses.
+func (s *state) readChecking(f *pair, want []byte, off, b0, b1 int64) (bool, error) {
+	bs := s.c.bs
+	for i := b0; i <= b1; i++ {
+		lo, hi := max(off, i*bs), min(off+int64(len(want)), (i+1)*bs)
+		dst := want[lo-off : hi-off]
+		s.mu.Lock()
+		v, crc := s.verified.has(i), s.crcs[i]
+		s.mu.Unlock()
+		if v {
+			if ok, err := s.readVerified(f, dst, lo, i, i); !ok {
+				return false, err
+			}
+			continue
+		}
+		ok, err := s.checkBlock(f, i, crc, func(blk []byte) { copy(dst, blk[lo-i*bs:]) })
+		if !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// checkBlock reads block i of f whole and compares it with crc. Good: use
+// sees it and it counts as verified. Bad (short, different): dropped.
+func (s *state) checkBlock(f *pair, i int64, crc uint32, use func([]byte)) (bool, error) {
+	bp := s.c.getBlock()
+	defer blockPool.Put(bp)
+	blk := (*bp)[:s.blockLen(i)]
+	n, err := f.d.ReadAt(blk, i*s.c.bs)
+	if err != nil && !isEOF(err) {
+		return false, fmt.Errorf("read %s: %w", f.d.Name(), err)
+	}
+	if n < len(blk) || checksum(blk) != crc {
+		s.drop(f, i)
+		return false, nil
+	}
+	if use != nil {
+		use(blk)
+	}
+	s.markVerified(f, i, crc)
+	return true, nil
+}
+
+// Missing returns the block-aligned byte ranges of [off, off+length) ∩
+// [0, Size) not present, coalesced, in order. The caller fetches exactly
+// those ranges from the remote.
+func (e *Entry) Missing(off, length int64) []Range {
+	s := e.s
+	off = max(off, 0)
+	end := min(off+length, s.size)
+	if length <= 0 || off >= end {
+		return nil
+	}
+	b0, b1 := off/s.c.bs, (end-1)/s.c.bs
+	if f, _, missing := s.lookup(b0, b1); missing > 0 && f != nil {
+		s.refresh(f, b0, b1)
+	}
+	var rs []Range
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := b0; i <= b1; i++ {
+		if !s.dead && s.files != nil && s.present.has(i) {
+			continue
+		}
+		start, l := i*s.c.bs, s.blockLen(i)
+		if k := len(rs) - 1; k >= 0 && rs[k].Off+rs[k].Len == start {
+			rs[k].Len += l
+		} else {
+			rs = append(rs, Range{Off: start, Len: l})
+		}
+	}
+	return rs
+}
+
+// Complete reports whether every block is present (verified or not yet
+// verified).
+func (e *Entry) Complete() bool {
+	s := e.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.dead && (s.files != nil || s.nblk == 0) && s.nPresent == s.nblk
+}
+
+// Fill stores data fetched from the remote at off. off must be
+// block-aligned; len(data) a multiple of BlockSize except for a final
+// block ending exactly at Size. Blocks already present are left. Errors
+// (disk full, I/O) are returned and leave the entry consistent (those
+// blocks missing). An entry dropped by Forget stores nothing.
+func (e *Entry) Fill(data []byte, off int64) error {
+	s := e.s
+	bs := s.c.bs
+	end := off + int64(len(data))
+	if off < 0 || off%bs != 0 || end > s.size || (int64(len(data))%bs != 0 && end != s.size) {
+		return fmt.Errorf("fill %s: [%d, %d) is not whole blocks of a %d-byte file", s.dir, off, end, s.size)
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	s.fillMu.Lock()
+	defer s.fillMu.Unlock()
+	s.mu.Lock()
+	dead := s.dead
+	s.mu.Unlock()
+	if dead {
+		return nil
+	}
+	if err := s.ensureFiles(); err != nil {
+		return err
+	}
+	runs, need := s.missingRuns(off/bs, (end-1)/bs)
+	if need == 0 {
+		return nil
+	}
+	if err := s.c.reserve(need); err != nil {
+		return fmt.Errorf("fill %s: %w", s.dir, err)
+	}
+	for _, r := range runs {
+		if err := s.write(data[r.Off-off:r.Off-off+r.Len], r.Off); err != nil {
+			return err
+		}
+	}
+	s.c.stats.fillBytes.Add(need)
+	s.c.touch(s, s.files, true)
+	if s.finished() {
+		s.c.queueHash(s)
+	}
+	return nil
+}
+
+// missingRuns (fillMu held) returns the runs of blocks among [b0, b1]
+// absent in memory, as byte ranges, and their total length.
+func (s *state) missingRuns(b0, b1 int64) ([]Range, int64) {
+	var rs []Range
+	var need int64
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := b0; i <= b1; i++ {
+		if s.present.has(i) {
+			continue
+		}
+		start, l := i*s.c.bs, s.blockLen(i)
+		need += l
+		if k := len(rs) - 1; k >= 0 && rs[k].Off+rs[k].Len == start {
+			rs[k].Len += l
+		} else {
+			rs = append(rs, Range{Off: start, Len: l})
+		}
+	}
+	return rs, need
+}
+
+// write (fillMu held) stores whole blocks at off: the data first, then
+// their slots, so that a slot never describes data not yet written.
+func (s *state) write(data []byte, off int64) error {
+	f := s.files
+	bs := s.c.bs
+	if _, err := f.d.WriteAt(data, off); err != nil {
+		return fmt.Errorf("fill %s: %w", f.d.Name(), err)
+	}
+	b0 := off / bs
+	nb := (int64(len(data)) + bs - 1) / bs
+	slots := make([]byte, nb*slotLen)
+	crcs := make([]uint32, nb)
+	for j := range nb {
+		blk := data[j*bs : min((j+1)*bs, int64(len(data)))]
+		crcs[j] = checksum(blk)
+		putSlot(slots[j*slotLen:], b0+j, crcs[j], int64(len(blk)))
+	}
+	if _, err := f.r.WriteAt(slots, slotsOff+b0*slotLen); err != nil {
+		return fmt.Errorf("fill %s: %w", f.r.Name(), err)
+	}
+	s.c.total.Add(int64(len(data)) + int64(len(slots)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j := range nb {
+		i := b0 + j
+		s.crcs[i] = crcs[j]
+		if !s.present.has(i) {
+			s.present.set(i)
+			s.nPresent++
+		}
+		if !s.verified.has(i) {
+			s.verified.set(i)
+			s.nVerified++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package contentcache
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math/bits"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Key names one version of one remote file.
+type Key struct {
+	Host  string    // stable identity of the host (the caller passes e.g. "user@host:port")
+	Path  string    // absolute remote path
+	Size  int64     //
+	Mtime time.Time // as the server reports it (SFTP: seconds)
+}
+
+// Range is a byte range of a file.
+type Range struct{ Off, Len int64 }
+
+// hostPathID names every version of host:path: the first half of an
+// entry's directory name, so that Forget finds them all by prefix. It is a
+// hash because paths may hold any byte, and names must not leak into the
+// layout.
+func hostPathID(host, path string) string {
+	h := sha256.New()
+	h.Write([]byte("sshfsm content v1\x00"))
+	var n [8]byte
+	for _, s := range [2]string{host, path} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// entryID names one version (size, mtime) of host:path cut in blocks of
+// bs: "<hostPathID>-<16 hex digits>". Block size is part of the name
+// because the records describe blocks.
+func entryID(k Key, bs int64) string {
+	hp := hostPathID(k.Host, k.Path)
+	b := make([]byte, 0, len(hp)+28)
+	b = append(b, hp...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(k.Size))
+	b = binary.LittleEndian.AppendUint64(b, uint64(k.Mtime.Unix()))
+	b = binary.LittleEndian.AppendUint32(b, uint32(k.Mtime.Nanosecond()))
+	b = binary.LittleEndian.AppendUint64(b, uint64(bs))
+	v := sha256.Sum256(b)
+	return hp + "-" + hex.EncodeToString(v[:8])
+}
+
+// entryDir is where entry id lives: content/e/<2 hex>/<hostPathID>/<16
+// hex>. Every version of a path shares one directory, which Forget removes
+// with one rename.
+func (c *Cache) entryDir(id string) string {
+	hp, ver, _ := strings.Cut(id, "-")
+	return filepath.Join(c.pathDir(hp), ver)
+}
+
+func (c *Cache) pathDir(hp string) string {
+	return filepath.Join(c.root, entriesDir, hp[:2], hp)
+}
+
+// objectDir is the shared copy of the content whose SHA-256 is sum, cut
+// in blocks of the cache's size: content/o/<2 hex>/<64 hex>-<log2 bs>.
+func (c *Cache) objectDir(sum [32]byte) string {
+	h := hex.EncodeToString(sum[:])
+	name := h + "-" + strconv.Itoa(bits.TrailingZeros64(uint64(c.bs)))
+	return filepath.Join(c.root, objectsDir, h[:2], name)
+}

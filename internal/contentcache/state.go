@@ -1,0 +1,284 @@
+package contentcache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// state is what this process knows of one entry; every Entry of the same
+// Key obtained while another is held shares it.
+type state struct {
+	c     *Cache
+	id    string
+	dir   string
+	size  int64
+	nblk  int64
+	ready chan struct{} // closed once loaded; loadErr is then set
+	refs  int           // guarded by c.mu
+
+	loadErr error
+
+	// fillMu serialises what changes which files the entry uses: Fill,
+	// creating, reloading and replacing them. Held across that I/O; taken
+	// before mu. Reads never take it.
+	fillMu sync.Mutex
+
+	// mu guards the fields below. It is never held across disk I/O, so
+	// readers of present blocks do not wait on each other or on a Fill.
+	mu        sync.Mutex
+	files     *pair   // nil until the entry exists on disk
+	retired   []*pair // replaced files, closed at the last Release (reads may still use them)
+	crcs      []uint32
+	present   bitset // the slot says the block is there
+	verified  bitset // checked (or written) through files in this process
+	nPresent  int64
+	nVerified int64
+	digest    [32]byte
+	digestOf  uint32 // digestNone, digestTrusted, digestComputed
+	marked    bool   // the marker of files is written for this boot
+	dead      bool   // dropped by Forget: misses, stores nothing
+	hashing   bool   // a digest job is queued or running
+
+	lastTouch atomic.Int64 // unix nanoseconds of the last last-use update
+}
+
+type bitset []uint64
+
+func newBitset(n int64) bitset          { return make(bitset, (n+63)/64) }
+func (b bitset) has(i int64) bool       { return b[i>>6]&(1<<(i&63)) != 0 }
+func (b bitset) set(i int64)            { b[i>>6] |= 1 << (i & 63) }
+func (b bitset) clear(i int64)          { b[i>>6] &^= 1 << (i & 63) }
+func isEOF(err error) bool              { return errors.Is(err, io.EOF) }
+func (s *state) blockLen(i int64) int64 { return min(s.c.bs, s.size-i*s.c.bs) }
+
+func (c *Cache) newState(id string, size int64) *state {
+	n := (size + c.bs - 1) / c.bs
+	return &state{
+		c: c, id: id, dir: c.entryDir(id), size: size, nblk: n,
+		ready: make(chan struct{}),
+		crcs:  make([]uint32, n), present: newBitset(n), verified: newBitset(n),
+	}
+}
+
+// load reads the entry from disk, if there is one. A damaged one is
+// removed: the entry is then empty.
+func (s *state) load() error {
+	s.fillMu.Lock()
+	defer s.fillMu.Unlock()
+	return s.reload()
+}
+
+// reload (fillMu held) makes the state describe what s.dir holds now,
+// retiring the files used so far.
+func (s *state) reload() error {
+	p, _, err := s.c.openPair(s.dir, s.size)
+	if errors.Is(err, errBroken) {
+		s.c.log.Warn("content cache: removing a damaged entry", "dir", s.dir)
+		err = s.c.remove(s.dir)
+		if err == nil {
+			err = errNotExist
+		}
+	}
+	if errors.Is(err, errNotExist) {
+		s.attach(nil, nil, digestNone, [32]byte{})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	slots := make([]byte, s.nblk*slotLen)
+	n, err := p.r.ReadAt(slots, slotsOff)
+	if err != nil && !isEOF(err) {
+		p.close()
+		return fmt.Errorf("read %s: %w", p.r.Name(), err)
+	}
+	kind, sum := s.readDigest(p)
+	s.attach(p, slots[:n], kind, sum)
+	s.c.touch(s, p, false)
+	return nil
+}
+
+func (s *state) readDigest(p *pair) (uint32, [32]byte) {
+	b := make([]byte, recordLen)
+	n, _ := p.r.ReadAt(b, digestOff)
+	return decodeDigest(b[:n])
+}
+
+// attach replaces the in-memory view with files p and their slots.
+func (s *state) attach(p *pair, slots []byte, kind uint32, sum [32]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files != nil {
+		s.retired = append(s.retired, s.files)
+	}
+	s.files = p
+	s.marked = false
+	if p != nil {
+		s.lastTouch.Store(p.dMtime)
+	}
+	clear(s.present)
+	clear(s.verified)
+	s.nPresent, s.nVerified = 0, 0
+	for i := int64(0); i < s.nblk && (i+1)*slotLen <= int64(len(slots)); i++ {
+		if c, n, ok := getSlot(slots[i*slotLen:], i); ok && n == s.blockLen(i) {
+			s.crcs[i] = c
+			s.present.set(i)
+			s.nPresent++
+		}
+	}
+	// A digest the caller trusted stays known across a reload; one
+	// computed from other files does not carry over unless read back.
+	if kind != digestNone || s.digestOf != digestTrusted {
+		s.digest, s.digestOf = sum, kind
+	}
+}
+
+// ensureFiles (fillMu held) makes sure the entry exists on disk and that
+// the state uses the files its directory holds now: another process may
+// have evicted it, replaced it with a shared copy, or removed it as
+// damaged. One stat per call.
+func (s *state) ensureFiles() error {
+	s.mu.Lock()
+	p := s.files
+	s.mu.Unlock()
+	if p != nil {
+		var st unix.Stat_t
+		if err := unix.Stat(s.dir, &st); err == nil && st.Ino == p.dirIno {
+			return nil
+		}
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	p = s.files
+	s.mu.Unlock()
+	if p != nil {
+		return nil
+	}
+	var dg []byte
+	if s.digestOf == digestTrusted {
+		dg = encodeDigest(digestTrusted, s.digest)
+	}
+	if err := s.c.createPair(s.dir, header{size: s.size, bs: s.c.bs}, dg); err != nil {
+		return err
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	p = s.files
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("create %s: removed while being created", s.dir)
+	}
+	return nil
+}
+
+// refresh reads the slots of blocks [b0, b1] again: another process using
+// the same files may have filled some.
+func (s *state) refresh(p *pair, b0, b1 int64) {
+	buf := make([]byte, (b1-b0+1)*slotLen)
+	n, err := p.r.ReadAt(buf, slotsOff+b0*slotLen)
+	if err != nil && !isEOF(err) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files != p {
+		return
+	}
+	for i := b0; i <= b1 && (i-b0+1)*slotLen <= int64(n); i++ {
+		if s.present.has(i) {
+			continue
+		}
+		if c, l, ok := getSlot(buf[(i-b0)*slotLen:], i); ok && l == s.blockLen(i) {
+			s.crcs[i] = c
+			s.present.set(i)
+			s.nPresent++
+		}
+	}
+}
+
+// drop forgets block i of files p after it failed its check, unless it
+// was dropped or checked good meanwhile, and records that on disk: its
+// slot and the marker are cleared.
+func (s *state) drop(p *pair, i int64) {
+	s.mu.Lock()
+	if s.files != p || !s.present.has(i) || s.verified.has(i) {
+		s.mu.Unlock()
+		return
+	}
+	s.present.clear(i)
+	s.nPresent--
+	s.marked = false
+	s.mu.Unlock()
+	s.c.stats.dropped.Add(1)
+	s.c.log.Warn("content cache: a block failed its check; dropped", "dir", s.dir, "block", i)
+	zero := make([]byte, recordLen)
+	_, _ = p.r.WriteAt(zero[:slotLen], slotsOff+i*slotLen)
+	_, _ = p.r.WriteAt(zero, markerOff)
+}
+
+// markVerified records that block i of p matched crc c.
+func (s *state) markVerified(p *pair, i int64, c uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files == p && s.present.has(i) && !s.verified.has(i) && s.crcs[i] == c {
+		s.verified.set(i)
+		s.nVerified++
+	}
+}
+
+// discard removes the entry from disk if its directory still holds f:
+// its content is wrong. The state is then empty.
+func (s *state) discard(f *pair) {
+	s.fillMu.Lock()
+	defer s.fillMu.Unlock()
+	s.mu.Lock()
+	cur := s.files == f
+	s.mu.Unlock()
+	if !cur {
+		return
+	}
+	if err := s.c.removeIf(s.dir, f.dirIno); err != nil {
+		s.c.log.Warn("content cache", "err", err)
+	}
+	s.attach(nil, nil, digestNone, [32]byte{})
+}
+
+// closeFiles is called once no Entry uses the state any more.
+func (s *state) closeFiles() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files != nil {
+		s.files.close()
+		s.files = nil
+	}
+	for _, p := range s.retired {
+		p.close()
+	}
+	s.retired = nil
+}
+
+// touch records a use of the entry as the mtime of its data file, which
+// eviction reads as the last use; at most once per touchEvery unless
+// forced (after writing, which set the mtime itself), so reads do not
+// each cost a write.
+func (c *Cache) touch(s *state, p *pair, force bool) {
+	now := c.now()
+	last := s.lastTouch.Load()
+	if !force && now.UnixNano()-last < int64(c.touchEvery) {
+		return
+	}
+	if !s.lastTouch.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	tv := []unix.Timeval{unix.NsecToTimeval(now.UnixNano()), unix.NsecToTimeval(now.UnixNano())}
+	_ = unix.Futimes(int(p.d.Fd()), tv)
+}
