@@ -43,6 +43,13 @@ type Dirs struct {
 	flights map[string]*flight
 	stores  int     // listings stored since the last sweep of expired ones
 	bulks   []*Bulk // running, and ended ones remembered (bulk.go)
+	// entries counts the names of every listing kept (order's length).
+	entries int
+	// changes counts the changes to what is kept, for the snapshot writer.
+	changes uint64
+	// p is the persistence of listings across mounts (persist.go); nil
+	// when off. Its fields are guarded by mu too unless it says otherwise.
+	p *persistence
 
 	count counters
 }
@@ -56,6 +63,16 @@ type listing struct {
 	order []string
 	// prefetched: stored by Prefetch or a Bulk and not yet used by a reader.
 	prefetched bool
+	// persisted: loaded from a snapshot and not listed since; queued: it
+	// answered a question, and its revalidation was asked for
+	// (revalidate.go).
+	persisted, queued bool
+	// used is when the listing last answered (unix seconds): the snapshot
+	// keeps the most recently used listings when it must drop some.
+	used int64
+	// touches counts the mount's changes to the listing, so that a
+	// revalidation that raced with one does not store what it listed.
+	touches uint32
 }
 
 type entry struct {
@@ -95,28 +112,55 @@ func (d *Dirs) Peek(dir, name string) (remote.Attr, State) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	a, st := d.peekLocked(dir, name)
+	a, st, _ := d.peekLocked(dir, name)
 	d.count.answered(st, false)
 	return a, st
 }
 
-func (d *Dirs) peekLocked(dir, name string) (remote.Attr, State) {
-	l := d.dirs[dir]
+// peekLocked answers from the listing of dir; fresh says whether a fresh
+// listing was kept (st is Unknown without one).
+func (d *Dirs) peekLocked(dir, name string) (a remote.Attr, st State, fresh bool) {
+	l := d.freshLocked(dir)
 	if l == nil {
-		return remote.Attr{}, Unknown
-	}
-	if !d.now().Before(l.expires) {
-		delete(d.dirs, dir)
-		return remote.Attr{}, Unknown
+		return remote.Attr{}, Unknown, false
 	}
 	e, ok := l.names[name]
 	switch {
 	case !ok || e.gone:
-		return remote.Attr{}, Absent
+		return remote.Attr{}, Absent, true
 	case e.stale:
-		return remote.Attr{}, Unknown
+		return remote.Attr{}, Unknown, true
 	}
-	return e.attr, Hit
+	return e.attr, Hit, true
+}
+
+// freshLocked returns the listing of dir if it is fresh, and counts it as
+// used: the caller answers from it. An expired listing is dropped, unless
+// listings are persisted: the snapshot keeps what was last known.
+func (d *Dirs) freshLocked(dir string) *listing {
+	l := d.dirs[dir]
+	if l == nil {
+		return nil
+	}
+	now := d.now()
+	if !now.Before(l.expires) {
+		if d.p == nil {
+			d.dropLocked(dir, l)
+		}
+		return nil
+	}
+	l.used = now.Unix()
+	if l.persisted && !l.queued {
+		d.firstUseLocked(dir, l, now)
+	}
+	return l
+}
+
+// dropLocked forgets the listing l of dir.
+func (d *Dirs) dropLocked(dir string, l *listing) {
+	delete(d.dirs, dir)
+	d.entries -= len(l.order)
+	d.changes++
 }
 
 // List returns the fresh listing of dir, in the remote's order, when every
@@ -128,8 +172,8 @@ func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	l := d.dirs[dir]
-	if l == nil || !d.now().Before(l.expires) {
+	l := d.freshLocked(dir)
+	if l == nil {
 		return nil, false
 	}
 	ents = make([]remote.DirEntry, 0, len(l.order))
@@ -160,7 +204,7 @@ func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (rem
 	// again: an earlier pass waited for a fetch, and was counted.
 	for again := false; ; again = true {
 		d.mu.Lock()
-		if a, st := d.peekLocked(dir, name); st != Unknown || d.dirs[dir] != nil {
+		if a, st, fresh := d.peekLocked(dir, name); fresh {
 			d.mu.Unlock()
 			if !again {
 				d.count.kept(st)
@@ -211,7 +255,7 @@ func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (rem
 			return remote.Attr{}, Unknown, nil
 		}
 		d.mu.Lock()
-		a, st := d.peekLocked(dir, name)
+		a, st, _ := d.peekLocked(dir, name)
 		d.mu.Unlock()
 		return a, st, nil
 	}
@@ -269,15 +313,17 @@ func (d *Dirs) Fetch(ctx context.Context, dir string, fetch Fetcher) ([]remote.D
 	return ents, err
 }
 
-func (d *Dirs) storeLocked(dir string, ents []remote.DirEntry) {
+// storeLocked stores ents as the listing of dir, fresh for the time to
+// live, and returns it. Replacing a persisted listing that answered,
+// it reports what differs (revalidate.go).
+func (d *Dirs) storeLocked(dir string, ents []remote.DirEntry) *listing {
+	now := d.now()
 	if d.stores++; d.stores >= 256 {
 		d.stores = 0
-		now := d.now()
-		for p, l := range d.dirs {
-			if !now.Before(l.expires) {
-				delete(d.dirs, p)
-			}
-		}
+		d.sweepLocked(now)
+	}
+	if d.p != nil && d.entries+len(ents) > d.p.maxEntries {
+		d.boundLocked(len(ents))
 	}
 	names := make(map[string]entry, len(ents))
 	order := make([]string, 0, len(ents))
@@ -288,7 +334,28 @@ func (d *Dirs) storeLocked(dir string, ents []remote.DirEntry) {
 		names[e.Name] = entry{attr: e.Attr}
 		order = append(order, e.Name)
 	}
-	d.dirs[dir] = &listing{expires: d.now().Add(d.ttl), names: names, order: order}
+	l := &listing{expires: now.Add(d.ttl), names: names, order: order, used: now.Unix()}
+	if old := d.dirs[dir]; old != nil {
+		d.replacedLocked(dir, old, l)
+		d.entries -= len(old.order)
+	}
+	d.dirs[dir] = l
+	d.entries += len(order)
+	d.changes++
+	return l
+}
+
+// sweepLocked drops expired listings, unless listings are persisted: the
+// snapshot keeps what was last known, within its size bound.
+func (d *Dirs) sweepLocked(now time.Time) {
+	if d.p != nil {
+		return
+	}
+	for p, l := range d.dirs {
+		if !now.Before(l.expires) {
+			d.dropLocked(p, l)
+		}
+	}
 }
 
 // touchLocked marks a running fetch of dir as raced and returns the
@@ -298,7 +365,15 @@ func (d *Dirs) touchLocked(dir string) *listing {
 		f.dirty = true
 	}
 	d.bulkTouchLocked(dir, false)
-	return d.dirs[dir]
+	d.changes++
+	if dir == "" && d.p != nil {
+		d.p.rootTouched = time.Now()
+	}
+	l := d.dirs[dir]
+	if l != nil {
+		l.touches++
+	}
+	return l
 }
 
 // Put stores a complete listing of dir, known without fetching it (a
@@ -321,7 +396,7 @@ func (d *Dirs) Set(dir, name string, a remote.Attr) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if l := d.touchLocked(dir); l != nil {
-		l.put(name, entry{attr: a})
+		d.putLocked(l, name, entry{attr: a})
 	}
 }
 
@@ -333,7 +408,7 @@ func (d *Dirs) Forget(dir, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if l := d.touchLocked(dir); l != nil {
-		l.put(name, entry{stale: true})
+		d.putLocked(l, name, entry{stale: true})
 	}
 }
 
@@ -359,23 +434,29 @@ func (d *Dirs) DropTree(dir string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.bulkTouchLocked(dir, true)
+	d.changes++
+	if dir == "" && d.p != nil {
+		d.p.rootTouched = time.Now()
+	}
 	prefix := dir + "/"
 	for p, f := range d.flights {
 		if p == dir || dir == "" || strings.HasPrefix(p, prefix) {
 			f.dirty = true
 		}
 	}
-	for p := range d.dirs {
+	for p, l := range d.dirs {
 		if p == dir || dir == "" || strings.HasPrefix(p, prefix) {
-			delete(d.dirs, p)
+			d.dropLocked(p, l)
 		}
 	}
 }
 
-// put sets the entry of name, appending a new name to the order.
-func (l *listing) put(name string, e entry) {
+// putLocked sets the entry of name in l, appending a new name to the
+// order.
+func (d *Dirs) putLocked(l *listing, name string, e entry) {
 	if _, ok := l.names[name]; !ok {
 		l.order = append(l.order, name)
+		d.entries++
 	}
 	l.names[name] = e
 }
