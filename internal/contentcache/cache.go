@@ -81,6 +81,7 @@ type Cache struct {
 	wg       sync.WaitGroup // the scan and digest goroutines
 	jobs     chan *state    // entries to hash; each holds a reference
 	jobsLeft atomic.Int64   // jobs queued or running
+	scanned  chan struct{}  // closed after the first scan
 }
 
 type counters struct {
@@ -104,7 +105,7 @@ func Open(o Options) (*Cache, error) {
 	c := &Cache{
 		root: filepath.Join(o.Dir, "content"), bs: bs, maxSize: o.MaxSize, minFree: o.MinFree,
 		log: o.Logger, boot: o.boot, statfs: o.statfs, now: o.now, touchEvery: o.touchEvery,
-		states: map[string]*state{}, jobs: make(chan *state, jobQueue),
+		states: map[string]*state{}, jobs: make(chan *state, jobQueue), scanned: make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

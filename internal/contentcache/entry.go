@@ -238,7 +238,11 @@ func (e *Entry) Fill(data []byte, off int64) error {
 		}
 	}
 	s.c.stats.fillBytes.Add(need)
-	s.c.touch(s, s.files, true)
+	f := s.files
+	alloc := f.allocated()
+	s.c.total.Add(alloc - f.alloc)
+	f.alloc = alloc
+	s.c.touch(s, f, true)
 	if s.finished() {
 		s.c.queueHash(s)
 	}
@@ -287,7 +291,6 @@ func (s *state) write(data []byte, off int64) error {
 	if _, err := f.r.WriteAt(slots, slotsOff+b0*slotLen); err != nil {
 		return fmt.Errorf("fill %s: %w", f.r.Name(), err)
 	}
-	s.c.total.Add(int64(len(data)) + int64(len(slots)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for j := range nb {

@@ -232,7 +232,7 @@ func (c *Cache) scanLoop() {
 	defer c.wg.Done()
 	t := time.NewTimer(0)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		select {
 		case <-c.ctx.Done():
 			return
@@ -241,6 +241,9 @@ func (c *Cache) scanLoop() {
 		c.evictMu.Lock()
 		c.evict(0)
 		c.evictMu.Unlock()
+		if first {
+			close(c.scanned)
+		}
 		t.Reset(scanEvery)
 	}
 }

@@ -135,3 +135,5 @@ func waitJobs(t testing.TB, c *Cache) {
 // dataFile and recFile are the files of k's entry in dir.
 func dataFile(c *Cache, k Key) string { return filepath.Join(c.entryDir(entryID(k, c.bs)), "d") }
 func recFile(c *Cache, k Key) string  { return filepath.Join(c.entryDir(entryID(k, c.bs)), "r") }
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }

@@ -177,6 +177,8 @@ func (s *state) ensureFiles() error {
 	if p == nil {
 		return fmt.Errorf("create %s: removed while being created", s.dir)
 	}
+	s.c.total.Add(p.alloc)
+	s.c.entries.Add(1)
 	return nil
 }
 

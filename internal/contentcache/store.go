@@ -33,6 +33,7 @@ type pair struct {
 	dirIno uint64
 	dIno   uint64
 	dMtime int64 // unix nanoseconds, when opened
+	alloc  int64 // bytes allocated to both files, as last seen (fillMu of its state)
 	r, d   *os.File
 }
 
@@ -103,7 +104,20 @@ func (c *Cache) checkPair(p *pair, size int64) (header, error) {
 	}
 	p.dIno = st.Ino
 	p.dMtime = st.Mtim.Nano()
+	p.alloc = p.allocated()
 	return h, nil
+}
+
+// allocated is the space both files take on disk.
+func (p *pair) allocated() int64 {
+	var n int64
+	for _, f := range [2]*os.File{p.r, p.d} {
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) == nil {
+			n += st.Blocks * 512
+		}
+	}
+	return n
 }
 
 // createPair makes the entry directory dir with a fresh record (header and,
