@@ -27,7 +27,7 @@ type Options struct {
 	// For tests.
 	boot       [16]byte                                         // zero: the machine's boot id
 	statfs     func(dir string) (avail, total int64, err error) // nil: statfs(2)
-	now        func() time.Time                                 // nil: time.Now
+	now        func() time.Time                                 // last-use times; nil: time.Now
 	touchEvery time.Duration                                    // 0: a minute
 }
 

@@ -74,7 +74,7 @@ func (c *Cache) scanDir(res *scanResult, dir string, entry bool) {
 	errR := unix.Lstat(filepath.Join(dir, "r"), &r)
 	if errD != nil || errR != nil {
 		var st unix.Stat_t
-		if unix.Lstat(dir, &st) == nil && c.now().Sub(time.Unix(st.Mtim.Unix())) > staleBroken {
+		if unix.Lstat(dir, &st) == nil && time.Since(time.Unix(st.Mtim.Unix())) > staleBroken {
 			_ = c.remove(dir)
 		}
 		return
@@ -98,7 +98,7 @@ func (c *Cache) sweep(sub string, age time.Duration) {
 	for _, n := range readNames(dir) {
 		var st unix.Stat_t
 		p := filepath.Join(dir, n)
-		if unix.Lstat(p, &st) == nil && c.now().Sub(time.Unix(st.Mtim.Unix())) >= age {
+		if unix.Lstat(p, &st) == nil && time.Since(time.Unix(st.Mtim.Unix())) >= age {
 			_ = os.RemoveAll(p)
 		}
 	}
@@ -126,13 +126,13 @@ func (c *Cache) reserve(need int64) error {
 	if c.fits(need) == nil {
 		return nil
 	}
-	if c.now().Before(c.futileTill) {
+	if time.Now().Before(c.futileTill) {
 		return c.fits(need)
 	}
 	c.evict(need)
 	err := c.fits(need)
 	if err != nil {
-		c.futileTill = c.now().Add(futileWait)
+		c.futileTill = time.Now().Add(futileWait)
 	}
 	return err
 }

@@ -191,6 +191,8 @@ func TestBootID(t *testing.T) {
 	if _, ok := e.Verified(); !ok {
 		t.Fatal("not Verified right after filling")
 	}
+	// The hasher of this "boot" must be done before the next one starts.
+	waitJobs(t, e.s.c)
 
 	e = reopen(bootA)
 	if _, ok := e.Verified(); !ok {
