@@ -1,0 +1,62 @@
+package watch
+
+import (
+	"strconv"
+	"strings"
+)
+
+// marker is the first line of every command's output: a server that runs
+// no commands (ForceCommand internal-sftp, a restricted shell) never
+// prints it, and anything a login script prints comes before it.
+const marker = "sshfsm-watch-1"
+
+// exitNoProgram is the probe's exit status when inotifywait is missing.
+const exitNoProgram = 97
+
+// watchedEvents are the inotify events asked for: every change of a name,
+// of contents and of attributes, and the end of a watched directory.
+const watchedEvents = "create,delete,modify,close_write,attrib,moved_from,moved_to,delete_self,move_self"
+
+// probeCommand checks, with an empty standard input, that the server
+// runs commands and has the program. It is separate from the watcher
+// because the watcher keeps its standard input open: a server that runs
+// internal-sftp instead of commands would wait on it forever.
+func probeCommand(program string) string {
+	return "echo " + marker + " && { command -v " + quote(program) +
+		" >/dev/null 2>&1 || exit " + strconv.Itoa(exitNoProgram) + "; }"
+}
+
+// watchCommand runs the watcher on dir until its standard input ends.
+// sshd does not signal a command whose session closed, and an idle
+// inotifywait would never notice (it writes only when something changes),
+// so a reader of the standard input kills it at end of file, which comes
+// when we stop, when our ssh dies and when sshd loses the connection. The
+// command ends with inotifywait, and kills that reader then. inotifywait
+// gets an empty standard input of its own; fd 3 carries the original to
+// the reader (an asynchronous command's standard input is /dev/null).
+//
+// inotifywait -r sets one watch per directory before it reports
+// anything: on a large tree it takes a while, says "Watches established."
+// on its standard error when done, and only changes made after that are
+// reported.
+func watchCommand(program, dir string) string {
+	return "echo " + marker + "; exec 3<&0 </dev/null; " +
+		quote(program) + " -m -r -e " + watchedEvents +
+		" --no-newline --format '%e %w%f%0' -- " + quote(dir) + " 3<&- & w=$!; " +
+		"{ read -r line <&3; kill $w 2>/dev/null; } & r=$!; exec 3<&-; " +
+		"wait $w; s=$?; kill $r 2>/dev/null; exit $s"
+}
+
+// quote quotes s as one word for a POSIX shell.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// What the watcher says on its standard error (inotify-tools 3.x).
+const (
+	msgReady = "Watches established."
+	// "Failed to watch DIR; upper limit on inotify watches reached!"
+	msgLimit = "upper limit on inotify watches reached"
+	// "Couldn't watch new directory DIR: REASON", while running.
+	msgNewDir = "Couldn't watch new directory "
+)
