@@ -42,6 +42,9 @@ type Options struct {
 	RemoteUID, RemoteGID uint32
 	RemoteIDsKnown       bool
 	Logger               *slog.Logger
+	// Changes, when set, carries batches of paths changed on the servers
+	// (internal/watch); the mount drops what it caches of them (watch.go).
+	Changes <-chan []namespace.Change
 	// Cache, when set, is the listing cache to use instead of a new one
 	// keeping listings DirCacheTimeout; its owner reads its counters.
 	Cache *cache.Dirs
@@ -101,6 +104,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 		fsys.log.Debug("readahead left at the kernel default", "err", err)
 	}
 	fsys.watchHealth(server)
+	fsys.followChanges(server)
 	return server, nil
 }
 

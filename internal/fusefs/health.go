@@ -79,11 +79,22 @@ type knownDir struct {
 
 // refresh drops what the listing cache and the kernel hold (see above).
 func (f *filesys) refresh(ctx context.Context) {
-	f.dirs.DropTree("")
-	inodes, dirs := f.known()
+	inodes, dirs := f.refreshBelow(ctx, &f.root.Inode, "")
+	if ctx.Err() == nil {
+		f.log.Debug("caches refreshed after a change of the hosts that answer",
+			"inodes", inodes, "dirs", dirs)
+	}
+}
+
+// refreshBelow drops what the listing cache and the kernel hold at and
+// below the directory in at path p, and returns how many inodes and
+// directories it went through.
+func (f *filesys) refreshBelow(ctx context.Context, in *fs.Inode, p string) (int, int) {
+	f.dirs.DropTree(p)
+	inodes, dirs := f.known(in, p)
 	for _, in := range inodes {
 		if ctx.Err() != nil {
-			return
+			return 0, 0
 		}
 		in.NotifyContent(0, 0)
 	}
@@ -106,18 +117,14 @@ func (f *filesys) refresh(ctx context.Context) {
 	}
 	close(jobs)
 	wg.Wait()
-	if ctx.Err() == nil {
-		f.log.Debug("caches refreshed after a change of the hosts that answer",
-			"inodes", len(inodes), "dirs", len(dirs))
-	}
+	return len(inodes), len(dirs)
 }
 
-// known returns the inodes of the tree breadth first from the root, and
+// known returns the inodes of the tree at in (path p) breadth first, and
 // its directories with their paths, each list bounded.
-func (f *filesys) known() ([]*fs.Inode, []knownDir) {
-	root := &f.root.Inode
-	inodes := []*fs.Inode{root}
-	dirs := []knownDir{{root, ""}}
+func (f *filesys) known(in *fs.Inode, p string) ([]*fs.Inode, []knownDir) {
+	inodes := []*fs.Inode{in}
+	dirs := []knownDir{{in, p}}
 	for k := 0; k < len(dirs) && len(inodes) < healthNotifyMax; k++ {
 		for name, ch := range dirs[k].in.Children() {
 			if len(inodes) >= healthNotifyMax {
