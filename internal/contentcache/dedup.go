@@ -194,6 +194,6 @@ func (c *Cache) objectGood(o *pair, sum [32]byte, s *state) bool {
 	if t.markerValid(o) {
 		return true
 	}
-	ok, err := t.checkAll(c.ctx, nil)
+	_, ok, err := t.checkAll(c.ctx, nil)
 	return ok && err == nil
 }

@@ -141,7 +141,7 @@ func (s *state) attach(p *pair, slots []byte, kind uint32, sum [32]byte) {
 // ensureFiles (fillMu held) makes sure the entry exists on disk and that
 // the state uses the files its directory holds now: another process may
 // have evicted it, replaced it with a shared copy, or removed it as
-// damaged. One stat per call.
+// damaged. One stat per call when nothing changed.
 func (s *state) ensureFiles() error {
 	s.mu.Lock()
 	p := s.files
@@ -152,34 +152,31 @@ func (s *state) ensureFiles() error {
 			return nil
 		}
 	}
-	if err := s.reload(); err != nil {
-		return err
+	// Another process may remove what was just made (Forget, eviction):
+	// then make it again, a few times.
+	for range 3 {
+		if err := s.reload(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		p = s.files
+		s.mu.Unlock()
+		if p != nil {
+			return nil
+		}
+		var dg []byte
+		s.mu.Lock()
+		if s.digestOf == digestTrusted {
+			dg = encodeDigest(digestTrusted, s.digest)
+		}
+		s.mu.Unlock()
+		if err := s.c.createPair(s.dir, header{size: s.size, bs: s.c.bs}, dg); err != nil {
+			return err
+		}
+		s.c.entries.Add(1)
+		s.c.total.Add(2 * 4096) // a record page and a directory, until the next scan counts
 	}
-	s.mu.Lock()
-	p = s.files
-	s.mu.Unlock()
-	if p != nil {
-		return nil
-	}
-	var dg []byte
-	if s.digestOf == digestTrusted {
-		dg = encodeDigest(digestTrusted, s.digest)
-	}
-	if err := s.c.createPair(s.dir, header{size: s.size, bs: s.c.bs}, dg); err != nil {
-		return err
-	}
-	if err := s.reload(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	p = s.files
-	s.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("create %s: removed while being created", s.dir)
-	}
-	s.c.total.Add(p.alloc)
-	s.c.entries.Add(1)
-	return nil
+	return fmt.Errorf("create %s: removed again and again while being created", s.dir)
 }
 
 // refresh reads the slots of blocks [b0, b1] again: another process using

@@ -18,13 +18,10 @@ import (
 // or invalidated meanwhile (unlinked files stay readable).
 func (e *Entry) Verified() (f *os.File, ok bool) {
 	s := e.s
-	if s.nblk == 0 {
+	if s.nblk == 0 && !s.isDead() {
 		// An empty file has nothing to verify but needs a file to hand out.
 		s.fillMu.Lock()
-		err := error(nil)
-		if !s.isDead() {
-			err = s.ensureFiles()
-		}
+		err := s.ensureFiles()
 		s.fillMu.Unlock()
 		if err != nil {
 			s.c.log.Warn("content cache", "err", err)
@@ -97,58 +94,58 @@ func (s *state) writeMarker(p *pair) {
 // VerifyAll reads and checks every block (dropping bad ones) so that a
 // complete, good entry becomes Verified.
 func (e *Entry) VerifyAll(ctx context.Context) error {
-	_, err := e.s.checkAll(ctx, nil)
+	_, _, err := e.s.checkAll(ctx, nil)
 	if err == nil {
 		e.s.c.queueHash(e.s)
 	}
 	return err
 }
 
-// checkAll reads every block present and checks it against its slot,
-// dropping those that fail; with h, it also hashes the content (stopping
-// at the first block absent). It reports whether the entry is then
-// complete and verified, which the marker then records.
-func (s *state) checkAll(ctx context.Context, h hash.Hash) (bool, error) {
+// checkAll reads every block present in the files the state uses (f) and
+// checks it against its slot, dropping those that fail; with h, it also
+// hashes the content (stopping at the first block absent). It reports
+// whether f is then complete and verified, which its marker then records.
+func (s *state) checkAll(ctx context.Context, h hash.Hash) (f *pair, good bool, err error) {
 	s.mu.Lock()
 	f, dead := s.files, s.dead
 	s.mu.Unlock()
 	if f == nil || dead {
-		return false, nil
+		return f, false, nil
 	}
 	if s.nblk > 0 {
 		s.refresh(f, 0, s.nblk-1)
 	}
-	good := true
+	good = true
 	var use func([]byte)
 	if h != nil {
 		use = func(b []byte) { h.Write(b) }
 	}
 	for i := range s.nblk {
 		if err := ctx.Err(); err != nil {
-			return false, err
+			return f, false, err
 		}
 		s.mu.Lock()
 		present, crc, cur := s.present.has(i), s.crcs[i], s.files == f
 		s.mu.Unlock()
 		if !cur {
-			return false, nil
+			return f, false, nil
 		}
 		if !present {
 			if h != nil {
-				return false, nil
+				return f, false, nil
 			}
 			good = false
 			continue
 		}
 		ok, err := s.checkBlock(f, i, crc, use)
 		if err != nil {
-			return false, err
+			return f, false, err
 		}
 		if !ok {
 			s.unverify(f, i, i)
 			s.drop(f, i)
 			if h != nil {
-				return false, nil
+				return f, false, nil
 			}
 			good = false
 		}
@@ -156,7 +153,7 @@ func (s *state) checkAll(ctx context.Context, h hash.Hash) (bool, error) {
 	if good {
 		s.writeMarker(f)
 	}
-	return good, nil
+	return f, good, nil
 }
 
 // finished reports whether every block is present and verified in this
@@ -232,10 +229,7 @@ func (c *Cache) endJob(s *state) {
 
 func (c *Cache) hashEntry(s *state) {
 	h := sha256.New()
-	s.mu.Lock()
-	f := s.files
-	s.mu.Unlock()
-	ok, err := s.checkAll(c.ctx, h)
+	f, ok, err := s.checkAll(c.ctx, h)
 	if err != nil || !ok {
 		return
 	}
