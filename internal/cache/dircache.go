@@ -78,7 +78,11 @@ type listing struct {
 type entry struct {
 	attr  remote.Attr
 	stale bool // present or not, attributes unknown: ask the remote
-	gone  bool // removed by the mount (kept so that order holds names once)
+	// changed: a directory whose contents the mount changed since attr
+	// was learned, so its times are out of date. A snapshot writes it as
+	// stale; a listing that never expires answers it as stale.
+	changed bool
+	gone    bool // removed by the mount (kept so that order holds names once)
 }
 
 // flight is one listing being fetched; lookups in the same directory wait
@@ -128,10 +132,15 @@ func (d *Dirs) peekLocked(dir, name string) (a remote.Attr, st State, fresh bool
 	switch {
 	case !ok || e.gone:
 		return remote.Attr{}, Absent, true
-	case e.stale:
+	case l.unknown(e):
 		return remote.Attr{}, Unknown, true
 	}
 	return e.attr, Hit, true
+}
+
+// unknown reports whether l cannot answer with e's attributes.
+func (l *listing) unknown(e entry) bool {
+	return e.stale || (e.changed && l.expires.Equal(forever))
 }
 
 // freshLocked returns the listing of dir if it is fresh, and counts it as
@@ -179,7 +188,7 @@ func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 	ents = make([]remote.DirEntry, 0, len(l.order))
 	for _, name := range l.order {
 		switch e := l.names[name]; {
-		case e.stale:
+		case l.unknown(e):
 			return nil, false
 		case !e.gone:
 			ents = append(ents, remote.DirEntry{Name: name, Attr: e.attr})
@@ -368,6 +377,16 @@ func (d *Dirs) touchLocked(dir string) *listing {
 	d.changes++
 	if dir == "" && d.p != nil {
 		d.p.rootTouched = time.Now()
+	}
+	if dir != "" {
+		// The directory's times in its parent's listing are out of date.
+		parent, name := parentDir(dir), dir[strings.LastIndexByte(dir, '/')+1:]
+		if pl := d.dirs[parent]; pl != nil {
+			if e, ok := pl.names[name]; ok && !e.gone && !e.stale {
+				e.changed = true
+				pl.names[name] = e
+			}
+		}
 	}
 	l := d.dirs[dir]
 	if l != nil {

@@ -500,7 +500,7 @@ func appendListing(buf []byte, path string, l *listing) ([]byte, int) {
 			continue
 		}
 		buf = appendString(buf, name)
-		if e.stale {
+		if e.stale || e.changed {
 			buf = append(buf, 1)
 			continue
 		}

@@ -50,6 +50,10 @@ type Options struct {
 	Cache *cache.Dirs
 	// Mode is the coherence mode (-o cache=).
 	Mode cache.Mode
+	// MetaFile, when set, is the snapshot file that keeps listings
+	// across mounts of the same tree (persist.go); Mode says what loaded
+	// listings may answer.
+	MetaFile string
 }
 
 // MountOptions are passed to the kernel at mount time.
@@ -79,6 +83,9 @@ type filesys struct {
 	inos *inoTable
 	errs errLog
 	syms symLog
+	// notes tells the kernel what revalidations of persisted listings
+	// found; nil without MetaFile.
+	notes *notifier
 }
 
 // Mount mounts ns at mountpoint and serves it until the returned server is
@@ -95,9 +102,11 @@ type filesys struct {
 // (lazy.go).
 func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions) (*fuse.Server, error) {
 	fsys := newFilesys(ns, o)
+	fsys.startPersist()
 	fo := fsys.fsOptions(mo)
-	server, err := mountWithReaders(mountpoint, fsys.root, fo)
+	server, err := mountWithReaders(mountpoint, fsys.rawFS(fo), &fo.MountOptions)
 	if err != nil {
+		fsys.dirs.Close()
 		return nil, err
 	}
 	if err := raiseReadahead(mountpoint, fo.MaxReadAhead>>10); err != nil {
@@ -105,6 +114,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	}
 	fsys.watchHealth(server)
 	fsys.followChanges(server)
+	fsys.persistUntilUnmount(server)
 	return server, nil
 }
 
@@ -119,11 +129,19 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 // there are enough Ps that blocked readers leave some idle.
 const fuseReaders = 8
 
-func mountWithReaders(mountpoint string, root fs.InodeEmbedder, fo *fs.Options) (*fuse.Server, error) {
+func mountWithReaders(mountpoint string, raw fuse.RawFileSystem, mo *fuse.MountOptions) (*fuse.Server, error) {
 	procs := runtime.GOMAXPROCS(fuseReaders) // go-fuse sizes its pool from it
-	server, err := fs.Mount(mountpoint, root, fo)
+	server, err := fuse.NewServer(raw, mountpoint, mo)
 	runtime.GOMAXPROCS(max(procs, 2*fuseReaders))
-	return server, err
+	if err != nil {
+		return nil, err
+	}
+	// What fs.Mount does once the server is made.
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, err
+	}
+	return server, nil
 }
 
 func newFilesys(ns namespace.Namespace, o Options) *filesys {
