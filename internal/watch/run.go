@@ -38,7 +38,7 @@ type runner struct {
 }
 
 func newRunner(w *Watcher, t Target) *runner {
-	r := &runner{w: w, t: t, st: Status{State: Off, Detail: "not started"}}
+	r := &runner{w: w, t: t, st: Status{State: Starting}}
 	if len(t.Candidates) > 0 {
 		r.st.Host = t.Candidates[0].Name
 	}
