@@ -41,6 +41,7 @@ type Config struct {
 	Foreground bool
 	Debug      bool
 	RequireAll bool // require_all: every branch must be reachable to mount
+	Watch      bool // watch=yes: changes made on the servers are pushed to the mount
 	Union      Union
 	SSH        SSH
 	FUSE       FUSE
