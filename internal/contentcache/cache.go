@@ -82,6 +82,7 @@ type Cache struct {
 	jobs     chan *state    // entries to hash; each holds a reference
 	jobsLeft atomic.Int64   // jobs queued or running
 	scanned  chan struct{}  // closed after the first scan
+	kick     chan struct{}  // asks scanLoop to scan (and evict) now
 }
 
 type counters struct {
@@ -105,7 +106,7 @@ func Open(o Options) (*Cache, error) {
 	c := &Cache{
 		root: filepath.Join(o.Dir, "content"), bs: bs, maxSize: o.MaxSize, minFree: o.MinFree,
 		log: o.Logger, boot: o.boot, statfs: o.statfs, now: o.now, touchEvery: o.touchEvery,
-		states: map[string]*state{}, jobs: make(chan *state, jobQueue), scanned: make(chan struct{}),
+		states: map[string]*state{}, jobs: make(chan *state, jobQueue), scanned: make(chan struct{}), kick: make(chan struct{}, 1),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -215,18 +216,6 @@ func (c *Cache) release(s *state) {
 	if last {
 		s.closeFiles()
 	}
-}
-
-// hold takes another reference on s for background work; false once the
-// cache is closed.
-func (c *Cache) hold(s *state) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	s.refs++
-	return true
 }
 
 // Forget drops every cached version of host:path (the mount wrote or

@@ -3,116 +3,15 @@ package contentcache
 import (
 	"cmp"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// How old leftovers must be before a scan removes them: younger ones may
-// be another process's work in progress.
-const (
-	staleTmp    = 10 * time.Minute
-	staleBroken = time.Minute
-	futileWait  = 5 * time.Second
-)
-
-// group is the stored content of one data file and every directory (entry
-// or stored copy) naming it: evicting frees its space only if all go.
-type group struct {
-	ino  uint64
-	size int64 // bytes allocated to the data file and the record
-	used int64 // mtime of the data file: its last use, unix nanoseconds
-	dirs []string
-	keys int64 // how many of dirs are entries (the others are stored copies)
-}
-
-// scanResult is what the disk holds, as one scan saw it.
-type scanResult struct {
-	groups  map[uint64]*group
-	total   int64
-	entries int64
-}
-
-// scan reads the metadata of every entry and stored copy (no data) and
-// removes leftovers of interrupted work.
-func (c *Cache) scan() scanResult {
-	res := scanResult{groups: map[uint64]*group{}}
-	e := filepath.Join(c.root, entriesDir)
-	for _, xx := range readNames(e) {
-		for _, hp := range readNames(filepath.Join(e, xx)) {
-			pd := filepath.Join(e, xx, hp)
-			vers := readNames(pd)
-			if len(vers) == 0 {
-				_ = unix.Rmdir(pd) // fails if another process just filled it
-			}
-			for _, v := range vers {
-				c.scanDir(&res, filepath.Join(pd, v), true)
-			}
-			if c.ctx.Err() != nil {
-				return res
-			}
-		}
-	}
-	o := filepath.Join(c.root, objectsDir)
-	for _, xx := range readNames(o) {
-		for _, name := range readNames(filepath.Join(o, xx)) {
-			c.scanDir(&res, filepath.Join(o, xx, name), false)
-		}
-	}
-	c.sweep(tmpDir, staleTmp)
-	c.sweep(trashDir, 0)
-	return res
-}
-
-// scanDir adds the directory dir, an entry or a stored copy, to its group.
-func (c *Cache) scanDir(res *scanResult, dir string, entry bool) {
-	var d, r unix.Stat_t
-	errD := unix.Lstat(filepath.Join(dir, "d"), &d)
-	errR := unix.Lstat(filepath.Join(dir, "r"), &r)
-	if errD != nil || errR != nil {
-		var st unix.Stat_t
-		if unix.Lstat(dir, &st) == nil && time.Since(time.Unix(st.Mtim.Unix())) > staleBroken {
-			_ = c.remove(dir)
-		}
-		return
-	}
-	g := res.groups[d.Ino]
-	if g == nil {
-		g = &group{ino: d.Ino, size: (d.Blocks + r.Blocks) * 512, used: d.Mtim.Nano()}
-		res.groups[d.Ino] = g
-		res.total += g.size
-	}
-	g.dirs = append(g.dirs, dir)
-	if entry {
-		g.keys++
-		res.entries++
-	}
-}
-
-// sweep removes what sub holds that is older than age.
-func (c *Cache) sweep(sub string, age time.Duration) {
-	dir := filepath.Join(c.root, sub)
-	for _, n := range readNames(dir) {
-		var st unix.Stat_t
-		p := filepath.Join(dir, n)
-		if unix.Lstat(p, &st) == nil && time.Since(time.Unix(st.Mtim.Unix())) >= age {
-			_ = os.RemoveAll(p)
-		}
-	}
-}
-
-func readNames(dir string) []string {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	return names
-}
+// After an eviction that could not make room, Fills needing room fail
+// for this long without scanning again.
+const futileWait = 5 * time.Second
 
 // reserve makes room for need more bytes, evicting if storing them would
 // pass MaxSize or leave less than MinFree free, and fails (ENOSPC) if
@@ -204,13 +103,16 @@ func (c *Cache) evictGroup(g *group) bool {
 	return true
 }
 
-// liveInodes are the data files some Entry of this process uses.
+// liveInodes are the data files some Entry of this process uses. One the
+// hasher alone holds is not: evicting it only spares the hasher work.
 func (c *Cache) liveInodes() map[uint64]bool {
 	live := map[uint64]bool{}
 	c.mu.Lock()
 	states := make([]*state, 0, len(c.states))
 	for _, s := range c.states {
-		states = append(states, s)
+		if s.refs > 1 || !s.queued {
+			states = append(states, s)
+		}
 	}
 	c.mu.Unlock()
 	for _, s := range states {
@@ -226,8 +128,9 @@ func (c *Cache) liveInodes() map[uint64]bool {
 	return live
 }
 
-// scanLoop counts the store at Open and then every scanEvery (other
-// processes fill and evict too), evicting when it is over its limits.
+// scanLoop counts the store at Open, then every scanEvery (other
+// processes fill and evict too) and when reserve asks, evicting when it
+// is over its limits.
 func (c *Cache) scanLoop() {
 	defer c.wg.Done()
 	t := time.NewTimer(0)
@@ -237,6 +140,7 @@ func (c *Cache) scanLoop() {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
+		case <-c.kick:
 		}
 		c.evictMu.Lock()
 		c.evict(0)

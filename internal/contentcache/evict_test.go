@@ -108,8 +108,7 @@ func TestEvictMinFree(t *testing.T) {
 	var clk clock
 	const capacity = 1 << 20
 	const minFree = capacity / 2
-	var c *Cache
-	c = openCache(t, dir, func(o *Options) {
+	c := openCache(t, dir, func(o *Options) {
 		o.MinFree, o.now, o.touchEvery = minFree, clk.now, time.Nanosecond
 		o.statfs = func(string) (int64, int64, error) {
 			return capacity - du(t, filepath.Join(dir, "content")), capacity, nil

@@ -13,13 +13,14 @@ import (
 // state is what this process knows of one entry; every Entry of the same
 // Key obtained while another is held shares it.
 type state struct {
-	c     *Cache
-	id    string
-	dir   string
-	size  int64
-	nblk  int64
-	ready chan struct{} // closed once loaded; loadErr is then set
-	refs  int           // guarded by c.mu
+	c      *Cache
+	id     string
+	dir    string
+	size   int64
+	nblk   int64
+	ready  chan struct{} // closed once loaded; loadErr is then set
+	refs   int           // guarded by c.mu
+	queued bool          // c.mu: the hasher holds one of refs
 
 	loadErr error
 
@@ -177,6 +178,16 @@ func (s *state) ensureFiles() error {
 		s.c.total.Add(2 * 4096) // a record page and a directory, until the next scan counts
 	}
 	return fmt.Errorf("create %s: removed again and again while being created", s.dir)
+}
+
+// current reports whether the state's files are still those its
+// directory names.
+func (s *state) current() bool {
+	s.mu.Lock()
+	p := s.files
+	s.mu.Unlock()
+	var st unix.Stat_t
+	return p != nil && unix.Stat(s.dir, &st) == nil && st.Ino == p.dirIno
 }
 
 // refresh reads the slots of blocks [b0, b1] again: another process using

@@ -184,8 +184,12 @@ func (c *Cache) linkedDir(p *pair) (string, error) {
 // absent dir is installed; otherwise dir may be the directory with inode
 // replace, which is removed first. When dir is another one (some process
 // installed it meanwhile) it is left alone and install reports false.
-func (c *Cache) install(tmp, dir string, replace uint64) (bool, error) {
-	defer os.RemoveAll(tmp)
+func (c *Cache) install(tmp, dir string, replace uint64) (ok bool, err error) {
+	defer func() {
+		if !ok {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
 	if replace != 0 {
 		var st unix.Stat_t
 		if err := unix.Lstat(dir, &st); err == nil {
@@ -197,7 +201,6 @@ func (c *Cache) install(tmp, dir string, replace uint64) (bool, error) {
 			}
 		}
 	}
-	var err error
 	// The parent may vanish (Forget, or a scan removing it empty) between
 	// making it and the rename: then once more.
 	for range 2 {

@@ -183,6 +183,7 @@ func (c *Cache) queueHash(s *state) {
 		select {
 		case c.jobs <- s:
 			s.refs++
+			s.queued = true
 			c.jobsLeft.Add(1)
 			queued = true
 		default:
@@ -223,11 +224,17 @@ func (c *Cache) endJob(s *state) {
 	s.mu.Lock()
 	s.hashing = false
 	s.mu.Unlock()
+	c.mu.Lock()
+	s.queued = false
+	c.mu.Unlock()
 	c.release(s)
 	c.jobsLeft.Add(-1)
 }
 
 func (c *Cache) hashEntry(s *state) {
+	if !s.current() {
+		return // evicted or replaced while queued
+	}
 	h := sha256.New()
 	f, ok, err := s.checkAll(c.ctx, h)
 	if err != nil || !ok {
