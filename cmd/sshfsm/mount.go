@@ -74,6 +74,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	}
 	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = t.remoteUser()
 	fo.Cache = cache.New(cfg.Cache.DirCacheTimeout, nil)
+	persistListings(cfg, &fo, log)
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
@@ -87,6 +88,29 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	}
 	m.startStatus(cfg)
 	return m, nil
+}
+
+// persistListings sets the coherence mode and, unless disk_cache=no, the
+// snapshot file that keeps this tree's listings across mounts.
+func persistListings(cfg *config.Config, fo *fusefs.Options, log *slog.Logger) {
+	if m, err := cache.ParseMode(cfg.Cache.Mode); err == nil {
+		fo.Mode = m
+	}
+	if !cfg.Cache.Disk || cfg.Cache.DirCacheTimeout <= 0 {
+		return
+	}
+	dir := cfg.Cache.Dir
+	var err error
+	if dir == "" {
+		dir, err = cache.DefaultDir()
+	} else {
+		dir, err = filepath.Abs(dir) // the daemon leaves the working directory
+	}
+	if err != nil {
+		log.Warn("listings are not kept across mounts", "err", err)
+		return
+	}
+	fo.MetaFile = cache.SnapshotPath(dir, mountIdentity(cfg))
 }
 
 // checkBranches refuses settings that need one host: transform_symlinks

@@ -43,6 +43,9 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		}
 	}
 	m.stopStatus()
+	// The snapshot of listings is written once the mount has stopped
+	// serving, and must be before the process exits.
+	m.dirs.Close()
 	m.tree.Close()
 }
 

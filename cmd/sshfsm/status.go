@@ -161,6 +161,9 @@ func writeStatus(w io.Writer, st *control.Status) {
 		duration(time.Duration(m.UptimeSeconds*float64(time.Second))), m.Program)
 	fmt.Fprintf(w, "  options  %s\n", strings.Join(m.Options, ","))
 	fmt.Fprintf(w, "  cache    %s\n", cacheLine(st.Cache))
+	if st.Meta != nil {
+		fmt.Fprintf(w, "  metadata %s\n", metaLine(*st.Meta))
+	}
 	for _, b := range st.Branches {
 		mode := "rw"
 		if b.ReadOnly {
@@ -194,6 +197,30 @@ func cacheLine(c control.Cache) string {
 	return fmt.Sprintf("listing hits %d/%d (%s), attribute hits %d/%d (%s), negative hits %d",
 		c.ListingHits, c.ListingHits+c.ListingMisses, percent(c.ListingRatio),
 		c.AttrHits, c.AttrHits+c.AttrMisses, percent(c.AttrRatio), c.NegativeHits)
+}
+
+// metaLine sums up the listings kept across mounts.
+func metaLine(m control.Meta) string {
+	var b strings.Builder
+	b.WriteString(m.Mode + ": ")
+	if m.SnapshotAgeSeconds < 0 {
+		b.WriteString("no snapshot loaded")
+	} else {
+		fmt.Fprintf(&b, "%d listings (%d names) loaded from a snapshot %s old, %d revalidated, %d changed",
+			m.LoadedDirs, m.LoadedEntries, duration(time.Duration(m.SnapshotAgeSeconds*float64(time.Second))),
+			m.Revalidated, m.Changed)
+		if m.Pending > 0 {
+			fmt.Fprintf(&b, ", %d pending", m.Pending)
+		}
+	}
+	fmt.Fprintf(&b, "; %d listings (%d names) kept", m.Dirs, m.Entries)
+	if m.LastWriteSeconds >= 0 {
+		fmt.Fprintf(&b, ", written %s ago", duration(time.Duration(m.LastWriteSeconds*float64(time.Second))))
+	}
+	if m.WriteError != "" {
+		b.WriteString(", last write failed: " + m.WriteError)
+	}
+	return b.String()
 }
 
 func percent(r float64) string {

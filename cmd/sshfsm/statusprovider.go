@@ -56,7 +56,8 @@ func (m *mounted) statusProvider(cfg *config.Config) func() control.Status {
 		branches[e.branch].hosts = append(branches[e.branch].hosts, e)
 	}
 	return func() control.Status {
-		st := control.Status{Mount: control.Mount{Options: opts}, Cache: cacheStatus(m.dirs.Stats())}
+		st := control.Status{Mount: control.Mount{Options: opts}, Cache: cacheStatus(m.dirs.Stats()),
+			Meta: metaStatus(m.dirs.PersistStats(), time.Now())}
 		for _, sb := range branches {
 			st.Branches = append(st.Branches, sb.status())
 		}
@@ -140,6 +141,23 @@ func cacheStatus(s cache.Stats) control.Cache {
 		AttrMisses:    s.AttrMisses,
 		NegativeHits:  s.NegativeHits,
 	}
+}
+
+// metaStatus reports the listings kept across mounts; nil when off.
+func metaStatus(s cache.PersistStats, now time.Time) *control.Meta {
+	if !s.Enabled {
+		return nil
+	}
+	ago := func(t time.Time) float64 {
+		if t.IsZero() {
+			return -1
+		}
+		return now.Sub(t).Seconds()
+	}
+	return &control.Meta{Mode: s.Mode.String(), LoadedDirs: s.LoadedDirs, LoadedEntries: s.LoadedEntries,
+		SnapshotAgeSeconds: ago(s.SnapshotTime), Revalidated: s.Revalidated, Changed: s.Changed,
+		Pending: s.Pending, Dirs: s.Dirs, Entries: s.Entries, LastWriteSeconds: ago(s.LastWrite),
+		WriteError: s.WriteError}
 }
 
 // optionSummary lists the settings that explain a mount's behaviour, as

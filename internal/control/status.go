@@ -10,6 +10,7 @@ type Status struct {
 	Mount    Mount    `json:"mount"`
 	Branches []Branch `json:"branches"`
 	Cache    Cache    `json:"cache"`
+	Meta     *Meta    `json:"metadata,omitempty"` // absent when listings are not kept across mounts
 }
 
 // Mount describes the mount as a whole. The server fills Mountpoint, PID,
@@ -76,6 +77,27 @@ type Cache struct {
 	AttrMisses    uint64  `json:"attr_misses"`
 	AttrRatio     float64 `json:"attr_hit_ratio"`
 	NegativeHits  uint64  `json:"negative_hits"`
+}
+
+// Meta describes the listings a mount keeps across mounts (disk_cache):
+// what it loaded at mount, how much of it was listed again, and what it
+// keeps for the next mount.
+type Meta struct {
+	Mode          string `json:"mode"` // coherence mode: auto, immutable, strict
+	LoadedDirs    int    `json:"loaded_dirs"`
+	LoadedEntries int    `json:"loaded_entries"`
+	// SnapshotAgeSeconds is the age of the loaded snapshot; -1 if none
+	// was loaded.
+	SnapshotAgeSeconds float64 `json:"snapshot_age_seconds"`
+	Revalidated        uint64  `json:"revalidated"` // loaded listings listed again
+	Changed            uint64  `json:"changed"`     // of those that had answered, how many differed
+	Pending            int     `json:"pending"`     // revalidations queued or under way
+	Dirs               int     `json:"dirs"`        // listings kept for the next snapshot
+	Entries            int     `json:"entries"`
+	// LastWriteSeconds is how long ago the snapshot was last written;
+	// -1 if not yet.
+	LastWriteSeconds float64 `json:"last_write_seconds"`
+	WriteError       string  `json:"write_error,omitempty"`
 }
 
 // fillRatios computes the ratios from the counters.
