@@ -128,7 +128,7 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 		c.publish(f, obj)
 		return
 	case errors.Is(err, errBroken):
-		if err := c.remove(obj); err == nil {
+		if err := c.removeIf(obj, o.dirIno); err == nil {
 			c.publish(f, obj)
 		}
 		return

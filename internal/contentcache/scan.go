@@ -49,8 +49,11 @@ func (c *Cache) scan() scanResult {
 				empty = false
 				c.scanDir(&res, hfd, ver, e+"/"+xx+"/"+hp, true)
 			})
-			if empty {
-				_ = unix.Unlinkat(xfd, hp, unix.AT_REMOVEDIR) // fails if another process just filled it
+			// A young empty one may be about to receive an entry.
+			var st unix.Stat_t
+			if empty && unix.Fstatat(xfd, hp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+				time.Since(time.Unix(st.Mtim.Unix())) > staleBroken {
+				_ = unix.Unlinkat(xfd, hp, unix.AT_REMOVEDIR)
 			}
 		})
 	})

@@ -80,7 +80,7 @@ func (s *state) reload() error {
 	p, _, err := s.c.openPair(s.dir, s.size)
 	if errors.Is(err, errBroken) {
 		s.c.log.Warn("content cache: removing a damaged entry", "dir", s.dir)
-		err = s.c.remove(s.dir)
+		err = s.c.removeIf(s.dir, p.dirIno)
 		if err == nil {
 			err = errNotExist
 		}

@@ -44,7 +44,8 @@ func (p *pair) close() {
 
 // openPair opens the entry or object directory dir. errNotExist: there is
 // none; errBroken: it is not a whole, valid entry of this block size and
-// of the given content size (-1: any).
+// of the given content size (-1: any); the pair returned then has only
+// dirIno set, to remove that directory and no other.
 func (c *Cache) openPair(dir string, size int64) (*pair, header, error) {
 	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -59,16 +60,21 @@ func (c *Cache) openPair(dir string, size int64) (*pair, header, error) {
 		return nil, header{}, fmt.Errorf("stat %s: %w", dir, err)
 	}
 	p := &pair{dirIno: st.Ino}
-	if p.r, err = openAt(dfd, dir, "r"); err != nil {
-		return nil, header{}, err
+	if p.r, err = openAt(dfd, dir, "r"); err == nil {
+		if p.d, err = openAt(dfd, dir, "d"); err != nil {
+			_ = p.r.Close()
+		}
 	}
-	if p.d, err = openAt(dfd, dir, "d"); err != nil {
-		_ = p.r.Close()
-		return nil, header{}, err
+	var h header
+	if err == nil {
+		if h, err = c.checkPair(p, size); err != nil {
+			p.close()
+		}
 	}
-	h, err := c.checkPair(p, size)
+	if errors.Is(err, errBroken) {
+		return &pair{dirIno: st.Ino}, header{}, err
+	}
 	if err != nil {
-		p.close()
 		return nil, header{}, err
 	}
 	return p, h, nil
@@ -202,8 +208,8 @@ func (c *Cache) install(tmp, dir string, replace uint64) (ok bool, err error) {
 		}
 	}
 	// The parent may vanish (Forget, or a scan removing it empty) between
-	// making it and the rename: then once more.
-	for range 2 {
+	// making it and the rename: then again.
+	for range 3 {
 		if err = os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			break
 		}
