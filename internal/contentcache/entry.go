@@ -164,9 +164,15 @@ func (s *state) checkBlock(f *pair, i int64, crc uint32, use func([]byte)) (bool
 // those ranges from the remote.
 func (e *Entry) Missing(off, length int64) []Range {
 	s := e.s
+	if length <= 0 || off >= s.size {
+		return nil
+	}
+	end := s.size
+	if length < s.size-off { // without overflowing off+length
+		end = off + length
+	}
 	off = max(off, 0)
-	end := min(off+length, s.size)
-	if length <= 0 || off >= end {
+	if off >= end {
 		return nil
 	}
 	b0, b1 := off/s.c.bs, (end-1)/s.c.bs

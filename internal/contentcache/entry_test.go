@@ -1,6 +1,7 @@
 package contentcache
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"reflect"
@@ -44,6 +45,12 @@ func TestFillReadMissing(t *testing.T) {
 			{0, 1 << 20, []Range{{3 * bs, 7}}},
 			{3*bs + 6, 1, []Range{{3 * bs, 7}}},
 			{-5, 10, nil},
+			{2 * bs, 1<<63 - 1, []Range{{3 * bs, 7}}},
+		}},
+		{"negative offset", 2 * bs, []int64{1}, []query{
+			{-bs, 2 * bs, []Range{{0, bs}}},
+			{-bs, bs, nil},
+			{-bs - 1, bs + 2, []Range{{0, bs}}},
 		}},
 		{"coalesced runs", 8 * bs, []int64{2, 5}, []query{
 			{0, 8 * bs, []Range{{0, 2 * bs}, {3 * bs, 2 * bs}, {6 * bs, 2 * bs}}},
@@ -94,6 +101,14 @@ func TestFillReadMissing(t *testing.T) {
 			}
 			if !e.Complete() || len(readAll(t, e, src)) != 0 || !checkRead(t, e, src, 0, tc.size+5) {
 				t.Error("not complete after filling what Missing reported")
+			}
+			f, ok := e.Verified()
+			if !ok {
+				t.Fatal("complete entry not Verified")
+			}
+			defer f.Close()
+			if got, err := io.ReadAll(f); err != nil || !bytes.Equal(got, src) {
+				t.Errorf("Verified file: %d bytes, %v; want the content", len(got), err)
 			}
 		})
 	}
