@@ -132,6 +132,7 @@ type persistence struct {
 	queue   []*revalidation
 	workers int
 	running int             // revalidations under way
+	working sync.WaitGroup  // the workers; not under mu
 	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
 
@@ -318,9 +319,9 @@ func (d *Dirs) writeLoop(p *persistence) {
 	}
 }
 
-// Close ends persistence: it cancels the revalidations under way, stops
-// the periodic writer and writes the snapshot if the cache changed since
-// the last one. It returns once written, also when called again (or
+// Close ends persistence: it cancels the revalidations under way and
+// waits for them, stops the periodic writer and writes the snapshot if the
+// cache changed since the last one. It returns once written, also when called again (or
 // concurrently). The cache goes on answering.
 func (d *Dirs) Close() {
 	if d == nil {
@@ -337,6 +338,7 @@ func (d *Dirs) Close() {
 		close(p.stop)
 		<-p.loopDone
 		p.cancel()
+		p.waitWorkers(closeWait)
 		d.mu.Lock()
 		dirty := d.changes != p.saved
 		d.mu.Unlock()
@@ -345,6 +347,24 @@ func (d *Dirs) Close() {
 		}
 	})
 	<-p.closed
+}
+
+// closeWait bounds how long Close waits for revalidations to end once
+// cancelled; they end at once unless a remote ignores the cancellation.
+const closeWait = 5 * time.Second
+
+// waitWorkers waits up to limit for the revalidation workers to end.
+func (p *persistence) waitWorkers(limit time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		p.working.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		p.log.Warn("revalidations still under way; writing the metadata snapshot without them")
+	}
 }
 
 // writeSnapshot writes the cache's listings to the snapshot file, most

@@ -622,3 +622,31 @@ func TestSnapshotLoadTime(t *testing.T) {
 		t.Errorf("loading took %v", took)
 	}
 }
+
+// Close cuts revalidations short without losing the listings they were
+// to replace: the snapshot still holds them.
+func TestCloseKeepsListingsUnderRevalidation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	saveTree(t, path, sampleTree())
+	entered := make(chan struct{})
+	stuck := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+		close(entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: stuck})
+	mustList(t, d, "a/b")
+	<-entered
+	store(d, "other", nil) // something to write
+	d.Close()
+	s, err := decodeFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ld := range s.dirs {
+		if ld.path == "a/b" {
+			return
+		}
+	}
+	t.Errorf("a/b not in the snapshot written at Close: %d listings", len(s.dirs))
+}

@@ -85,6 +85,7 @@ func (d *Dirs) queueLocked(dir string, l *listing, tree bool) {
 	p.queue = append(p.queue, r)
 	if p.workers < revalidateWorkers {
 		p.workers++
+		p.working.Add(1)
 		go d.revalidateWork(p)
 	}
 }
@@ -119,6 +120,7 @@ func (d *Dirs) loadedDepthLocked(dir string) int {
 
 // revalidateWork runs queued revalidations until none is left.
 func (d *Dirs) revalidateWork(p *persistence) {
+	defer p.working.Done()
 	for {
 		d.mu.Lock()
 		if len(p.queue) == 0 {
@@ -158,13 +160,15 @@ func (d *Dirs) revalidate(p *persistence, r *revalidation) {
 // endDir stores the new listing of a single directory, unless the listing
 // was replaced or dropped meanwhile (whoever did it has reported the
 // differences) or the mount changed it. A failed listing drops it: the
-// next question lists dir, and gets the error.
+// next question lists dir, and gets the error; one cut short by Close
+// leaves it for the snapshot.
 func (d *Dirs) endDir(p *persistence, r *revalidation, ents []remote.DirEntry, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.dirs[r.dir]
 	switch {
-	case l != r.l:
+	case l != r.l, p.ctx.Err() != nil:
+		// Replaced, or persistence ended: kept for the snapshot.
 	case err != nil:
 		p.log.Debug("revalidation failed", "dir", r.dir, "err", err)
 		d.dropLocked(r.dir, l)
