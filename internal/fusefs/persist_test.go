@@ -95,9 +95,15 @@ func copyRequests(h *transport.Host) map[string]uint64 {
 func walkAll(t *testing.T, th *testenv.Host, m *metaMount) int {
 	t.Helper()
 	findIn(t, m.mnt)
-	var st syscall.Stat_t
+	var st, local syscall.Stat_t
 	if err := syscall.Stat(m.mnt, &st); err != nil {
 		t.Fatal(err)
+	}
+	if err := syscall.Stat(th.Dir, &local); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode != local.Mode || st.Mtim.Sec != local.Mtim.Sec || st.Ino != rootIno {
+		t.Errorf("root: mode %o mtime %d ino %d, locally mode %o mtime %d", st.Mode, st.Mtim.Sec, st.Ino, local.Mode, local.Mtim.Sec)
 	}
 	return sameTree(t, filepath.Join(th.Dir, "proj"), m.path("proj"))
 }
