@@ -276,6 +276,16 @@ func (c *Cache) readBootID() [16]byte {
 	return id
 }
 
+// logErr logs a failure of background or best-effort work. Files that
+// vanished are another process's removals, which are expected.
+func (c *Cache) logErr(msg string, err error) {
+	level := slog.LevelWarn
+	if errors.Is(err, unix.ENOENT) {
+		level = slog.LevelDebug
+	}
+	c.log.Log(context.Background(), level, msg, "err", err)
+}
+
 func statfs(dir string) (avail, total int64, err error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {

@@ -31,7 +31,7 @@ func (e *Entry) SetDigest(sum [32]byte) {
 	case kind == digestComputed && f != nil:
 		s.c.log.Warn("content cache: stored content differs from the digest the remote gives; dropped", "dir", s.dir)
 		if err := s.c.removeIf(s.dir, f.dirIno); err != nil {
-			s.c.log.Warn("content cache", "err", err)
+			s.c.logErr("content cache", err)
 		}
 		s.attach(nil, nil, digestNone, [32]byte{})
 	}
@@ -54,7 +54,7 @@ func (e *Entry) SetDigest(sum [32]byte) {
 func (c *Cache) ByDigest(sum [32]byte, k Key) (*Entry, bool) {
 	e, err := c.Entry(k)
 	if err != nil {
-		c.log.Warn("content cache", "err", err)
+		c.logErr("content cache", err)
 		return nil, false
 	}
 	if d, ok := e.Digest(); ok && d == sum && e.Complete() {
@@ -73,7 +73,7 @@ func (c *Cache) linkObject(s *state, sum [32]byte) bool {
 	o, _, err := c.openPair(c.objectDir(sum), s.size)
 	if err != nil {
 		if !errors.Is(err, errNotExist) && !errors.Is(err, errBroken) {
-			c.log.Warn("content cache", "err", err)
+			c.logErr("content cache", err)
 		}
 		return false
 	}
@@ -99,10 +99,10 @@ func (c *Cache) linkObject(s *state, sum [32]byte) bool {
 			_, err = c.install(tmp, s.dir, replace)
 		}
 		if err != nil {
-			c.log.Warn("content cache", "err", err)
+			c.logErr("content cache", err)
 		}
 		if err := s.reload(); err != nil {
-			c.log.Warn("content cache", "err", err)
+			c.logErr("content cache", err)
 			return false
 		}
 	}
@@ -133,7 +133,7 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 		}
 		return
 	case err != nil:
-		c.log.Warn("content cache", "err", err)
+		c.logErr("content cache", err)
 		return
 	}
 	defer o.close()
@@ -155,7 +155,7 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 		}
 	}
 	if err != nil {
-		c.log.Warn("content cache", "err", err)
+		c.logErr("content cache", err)
 	}
 }
 
@@ -166,7 +166,7 @@ func (c *Cache) publish(f *pair, obj string) {
 		_, err = c.install(tmp, obj, 0)
 	}
 	if err != nil {
-		c.log.Warn("content cache", "err", err)
+		c.logErr("content cache", err)
 	}
 }
 

@@ -60,7 +60,7 @@ func (c *Cache) evict(need int64) {
 	total := res.total
 	avail, _, err := c.statfs(c.root)
 	if err != nil {
-		c.log.Warn("content cache", "err", err)
+		c.logErr("content cache", err)
 		avail = 1 << 62
 	}
 	target := c.maxSize/10*9 - need
@@ -93,7 +93,7 @@ func (c *Cache) evict(need int64) {
 func (c *Cache) evictGroup(g *group) bool {
 	for _, d := range g.dirs {
 		if err := c.remove(d); err != nil {
-			c.log.Warn("content cache: evict", "err", err)
+			c.logErr("content cache: evict", err)
 			return false
 		}
 	}

@@ -1,9 +1,11 @@
 package contentcache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -45,7 +47,8 @@ type state struct {
 	dead      bool   // dropped by Forget: misses, stores nothing
 	hashing   bool   // a digest job is queued or running
 
-	lastTouch atomic.Int64 // unix nanoseconds of the last last-use update
+	lastTouch   atomic.Int64 // unix nanoseconds of the last last-use update
+	dropsLogged atomic.Bool  // a dropped block was logged as a warning
 }
 
 type bitset []uint64
@@ -228,8 +231,13 @@ func (s *state) drop(p *pair, i int64) {
 	s.nPresent--
 	s.marked = false
 	s.mu.Unlock()
+	// After a power cut there may be many: one line per entry.
 	s.c.stats.dropped.Add(1)
-	s.c.log.Warn("content cache: a block failed its check; dropped", "dir", s.dir, "block", i)
+	level := slog.LevelDebug
+	if s.dropsLogged.CompareAndSwap(false, true) {
+		level = slog.LevelWarn
+	}
+	s.c.log.Log(context.Background(), level, "content cache: a block failed its check; dropped", "dir", s.dir, "block", i)
 	zero := make([]byte, recordLen)
 	_, _ = p.r.WriteAt(zero[:slotLen], slotsOff+i*slotLen)
 	_, _ = p.r.WriteAt(zero, markerOff)
@@ -257,7 +265,7 @@ func (s *state) discard(f *pair) {
 		return
 	}
 	if err := s.c.removeIf(s.dir, f.dirIno); err != nil {
-		s.c.log.Warn("content cache", "err", err)
+		s.c.logErr("content cache", err)
 	}
 	s.attach(nil, nil, digestNone, [32]byte{})
 }

@@ -24,7 +24,7 @@ func (e *Entry) Verified() (f *os.File, ok bool) {
 		err := s.ensureFiles()
 		s.fillMu.Unlock()
 		if err != nil {
-			s.c.log.Warn("content cache", "err", err)
+			s.c.logErr("content cache", err)
 			return nil, false
 		}
 	}
