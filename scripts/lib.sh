@@ -22,10 +22,14 @@ go_wanted() { awk '$1 == "go" { print $2; exit }' go.mod 2>/dev/null || echo "1.
 
 # ensure_packages installs the Debian packages given that are not installed
 # yet: directly as root, through sudo otherwise. apt-get update runs at most
-# once per script run.
+# once per script run. A machine that serves mounts (openssh-server: the
+# tests' and the demo's sshd hosts are this machine) also gets
+# inotify-tools, whose inotifywait pushes the changes made on it to the
+# mounts (-o watch).
 ensure_packages() {
-	local missing=() p
-	for p in "$@"; do
+	local missing=() p want=("$@")
+	case " $* " in *" openssh-server "*) want+=(inotify-tools) ;; esac
+	for p in "${want[@]}"; do
 		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
 			missing+=("$p")
 		fi
