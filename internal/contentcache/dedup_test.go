@@ -186,3 +186,67 @@ func TestForget(t *testing.T) {
 	}
 	c.Forget("u@h:22", "/never/cached")
 }
+
+// A remote file rewritten with the same size and mtime keeps its Key. A
+// refilled block that differs from the one it replaces shows it: the entry
+// starts afresh instead of mixing versions, and entries sharing the old
+// content keep it.
+func TestChangedUnderSameKey(t *testing.T) {
+	c := openCache(t, t.TempDir(), nil)
+	size := int64(4 * bs)
+	v1, v2 := source("v1", size), source("v2", size)
+	ka, kb := testKey("a", size), testKey("b", size)
+	for _, k := range []Key{ka, kb} {
+		e, err := c.Entry(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillAll(t, e, v1)
+		waitJobs(t, c)
+		e.Release()
+	}
+	shared := inode(t, dataFile(c, ka))
+	if inode(t, dataFile(c, kb)) != shared {
+		t.Fatal("entries of the same content not shared")
+	}
+	zero(0, 2*bs, 10)(t, dataFile(c, kb), recFile(c, kb))
+
+	b := entry(t, c, kb)
+	if m := readAll(t, b, v1); len(m) != 1 || m[0] != 2 {
+		t.Fatalf("missed %v, want [2]", m)
+	}
+	fillBlocks(t, b, v2, 2)
+	if inode(t, dataFile(c, kb)) == shared {
+		t.Fatal("other content written into shared files")
+	}
+	if m := readAll(t, b, v2); len(m) != 3 || !checkRead(t, b, v2, 2*bs, bs) {
+		t.Fatalf("after the change: missed %v, want all blocks but 2", m)
+	}
+
+	a := entry(t, c, ka)
+	if m := readAll(t, a, v1); len(m) != 1 || m[0] != 2 {
+		t.Fatalf("sharer missed %v, want [2]", m)
+	}
+	fillBlocks(t, a, v1, 2)
+	if !a.Complete() || len(readAll(t, a, v1)) != 0 || inode(t, dataFile(c, ka)) != shared {
+		t.Fatal("refilling the same content did not repair the shared files in place")
+	}
+
+	// The same for an entry of its own, partly filled.
+	kp := testKey("p", size)
+	p := entry(t, c, kp)
+	fillBlocks(t, p, v1, 0, 1)
+	p.Release()
+	zero(0, bs, 10)(t, dataFile(c, kp), recFile(c, kp))
+	p = entry(t, c, kp)
+	if checkRead(t, p, v1, bs, bs) {
+		t.Fatal("damaged block hit")
+	}
+	fillBlocks(t, p, v2, 1)
+	if checkRead(t, p, v1, 0, bs) {
+		t.Fatal("a block of the old version kept next to one of the new")
+	}
+	if !checkRead(t, p, v2, bs, bs) {
+		t.Fatal("new block missing")
+	}
+}

@@ -22,12 +22,14 @@
 //	0    header  magic, format, content size, block size
 //	64   digest  SHA-256 of the content, computed here or given by the remote
 //	128  marker  the boot during which every block was checked good
-//	256  slots   16 bytes per block: CRC-32C of the block, its length
+//	256  slots   16 bytes per block: CRC-32C of the block, its length,
+//	             present or dropped
 //
 // Every record and slot carries a CRC-32C of itself (a slot's also covers
-// its block index); one that does not match reads as absent. A missing or
-// zeroed slot is a missing block. The record describes only content, never
-// a Key, so entries of the same content may share one r and one d.
+// its block index); one that does not match reads as absent. An absent,
+// zeroed or dropped slot is a missing block; a dropped one keeps the CRC
+// the block had. The record describes only content, never a Key, so
+// entries of the same content may share one r and one d.
 //
 // # Rules that keep it safe
 //
@@ -35,9 +37,9 @@
 //     matched the CRC-32C in its slot, once per process and data file.
 //     Fill writes the data before the slot; a block never written, written
 //     in part, lost in a power cut, or damaged fails the check and is
-//     dropped (slot and marker cleared): the caller fetches it again. Its
-//     slot was itself written intact or it is absent. The chance that
-//     wrong bytes match a CRC-32C is 2^-32 per damaged block.
+//     dropped (slot marked dropped, marker cleared): the caller fetches it
+//     again. Its slot was itself written intact or it is absent. The
+//     chance that wrong bytes match a CRC-32C is 2^-32 per damaged block.
 //  2. An entry's r and d are opened through one descriptor of their
 //     directory, and a directory is only ever created whole (built in tmp,
 //     renamed into place) and removed whole (renamed into trash, then
@@ -51,6 +53,10 @@
 //     Key, or same SHA-256). Concurrent writers of one block write the
 //     same bytes; a reader that sees a mix fails the check. A data file
 //     some process reads through passthrough thus never changes under it.
+//     A refill that differs from the dropped block's CRC (the remote file
+//     changed but kept its size and mtime), or that cannot be compared
+//     while the files may be shared (digest computed, slot lost), is
+//     never written there: the entry's directory is replaced by new files.
 //  4. The marker lets Verified hand d to the kernel, which reads it
 //     without our checks. It is written only once every block has been
 //     checked good (or written) during the current boot, and counts only

@@ -222,12 +222,16 @@ func (e *Entry) Fill(data []byte, off int64) error {
 	}
 	s.fillMu.Lock()
 	defer s.fillMu.Unlock()
-	s.mu.Lock()
-	dead := s.dead
-	s.mu.Unlock()
-	if dead {
+	if s.isDead() {
 		return nil
 	}
+	return s.fillLocked(data, off, end)
+}
+
+// fillLocked (fillMu held) stores the blocks of data at off that are
+// missing.
+func (s *state) fillLocked(data []byte, off, end int64) error {
+	bs := s.c.bs
 	if err := s.ensureFiles(); err != nil {
 		return err
 	}
@@ -235,11 +239,25 @@ func (e *Entry) Fill(data []byte, off int64) error {
 	if need == 0 {
 		return nil
 	}
+	sums := make([][]uint32, len(runs))
+	for k, r := range runs {
+		sums[k] = blockSums(data[r.Off-off:r.Off-off+r.Len], bs)
+	}
+	if s.conflicts(runs, sums) {
+		// The data is not the content these files hold (the remote file
+		// changed and kept its size and mtime): start afresh rather than
+		// mix versions in files other entries may share.
+		s.c.log.Warn("content cache: the file changed under the same size and mtime; entry started afresh", "dir", s.dir)
+		if err := s.restart(); err != nil {
+			return err
+		}
+		return s.fillLocked(data, off, end)
+	}
 	if err := s.c.reserve(need); err != nil {
 		return fmt.Errorf("fill %s: %w", s.dir, err)
 	}
-	for _, r := range runs {
-		if err := s.write(data[r.Off-off:r.Off-off+r.Len], r.Off); err != nil {
+	for k, r := range runs {
+		if err := s.write(data[r.Off-off:r.Off-off+r.Len], r.Off, sums[k]); err != nil {
 			return err
 		}
 	}
@@ -253,6 +271,45 @@ func (e *Entry) Fill(data []byte, off int64) error {
 		s.c.queueHash(s)
 	}
 	return nil
+}
+
+func blockSums(data []byte, bs int64) []uint32 {
+	sums := make([]uint32, 0, (int64(len(data))+bs-1)/bs)
+	for j := int64(0); j < int64(len(data)); j += bs {
+		sums = append(sums, checksum(data[j:min(j+bs, int64(len(data)))]))
+	}
+	return sums
+}
+
+// conflicts reports whether some block to write differs from what the
+// files held there before (a dropped block keeps its CRC), or cannot be
+// shown not to while other entries may share the files (digest computed).
+func (s *state) conflicts(runs []Range, sums [][]uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, r := range runs {
+		for j, sum := range sums[k] {
+			i := r.Off/s.c.bs + int64(j)
+			if s.known.has(i) && s.crcs[i] != sum || !s.known.has(i) && s.digestOf == digestComputed {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// restart (fillMu held) removes the entry's files and makes new ones.
+func (s *state) restart() error {
+	s.mu.Lock()
+	f := s.files
+	s.mu.Unlock()
+	if f != nil {
+		if err := s.c.removeIf(s.dir, f.dirIno); err != nil {
+			return err
+		}
+	}
+	s.attach(nil, nil, digestNone, [32]byte{})
+	return s.ensureFiles()
 }
 
 // missingRuns (fillMu held) returns the runs of blocks among [b0, b1]
@@ -277,31 +334,29 @@ func (s *state) missingRuns(b0, b1 int64) ([]Range, int64) {
 	return rs, need
 }
 
-// write (fillMu held) stores whole blocks at off: the data first, then
-// their slots, so that a slot never describes data not yet written.
-func (s *state) write(data []byte, off int64) error {
+// write (fillMu held) stores whole blocks at off, whose CRCs are sums:
+// the data first, then their slots, so that a slot never describes data
+// not yet written.
+func (s *state) write(data []byte, off int64, sums []uint32) error {
 	f := s.files
 	bs := s.c.bs
 	if _, err := f.d.WriteAt(data, off); err != nil {
 		return fmt.Errorf("fill %s: %w", f.d.Name(), err)
 	}
 	b0 := off / bs
-	nb := (int64(len(data)) + bs - 1) / bs
-	slots := make([]byte, nb*slotLen)
-	crcs := make([]uint32, nb)
-	for j := range nb {
-		blk := data[j*bs : min((j+1)*bs, int64(len(data)))]
-		crcs[j] = checksum(blk)
-		putSlot(slots[j*slotLen:], b0+j, crcs[j], int64(len(blk)))
+	slots := make([]byte, len(sums)*slotLen)
+	for j, sum := range sums {
+		putSlot(slots[j*slotLen:], b0+int64(j), sum, s.blockLen(b0+int64(j)), slotPresent)
 	}
 	if _, err := f.r.WriteAt(slots, slotsOff+b0*slotLen); err != nil {
 		return fmt.Errorf("fill %s: %w", f.r.Name(), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for j := range nb {
-		i := b0 + j
-		s.crcs[i] = crcs[j]
+	for j, sum := range sums {
+		i := b0 + int64(j)
+		s.crcs[i] = sum
+		s.known.set(i)
 		if !s.present.has(i) {
 			s.present.set(i)
 			s.nPresent++

@@ -109,10 +109,14 @@ func TestCorruption(t *testing.T) {
 			if err := e.VerifyAll(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			// Fetching again what is missing repairs it.
-			for _, r := range e.Missing(0, size) {
-				if err := e.Fill(src[r.Off:r.Off+r.Len], r.Off); err != nil {
-					t.Fatal(err)
+			// Fetching again what is missing repairs it. A block whose
+			// slot is lost in shared content starts the entry afresh, so
+			// the first round may not be the last.
+			for range 2 {
+				for _, r := range e.Missing(0, size) {
+					if err := e.Fill(src[r.Off:r.Off+r.Len], r.Off); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if got := readAll(t, e, src); len(got) != 0 {

@@ -117,21 +117,42 @@ func decodeMarker(b []byte) (boot [16]byte, size int64, ok bool) {
 	return boot, int64(binary.LittleEndian.Uint64(b[24:])), true
 }
 
-// A slot records that block i holds n bytes whose CRC-32C is sum. Its own
+// A slot records that block i holds n bytes whose CRC-32C is sum, or,
+// once dropped, that it held them: what a refill must match. Its own
 // checksum covers the block index too, so a slot read at the wrong place
-// does not match. An all-zero slot (a hole, a dropped block) is absent.
-func putSlot(b []byte, i int64, sum uint32, n int64) {
+// does not match. An all-zero slot (a hole) is absent.
+const (
+	slotAbsent = iota
+	slotPresent
+	slotDropped
+)
+
+const droppedMagic = 0x504f5244 // "DROP"
+
+func putSlot(b []byte, i int64, sum uint32, n int64, state int) {
 	binary.LittleEndian.PutUint32(b, sum)
-	binary.LittleEndian.PutUint32(b[4:], slotMagic)
+	magic := uint32(slotMagic)
+	if state == slotDropped {
+		magic = droppedMagic
+	}
+	binary.LittleEndian.PutUint32(b[4:], magic)
 	binary.LittleEndian.PutUint32(b[8:], uint32(n))
 	binary.LittleEndian.PutUint32(b[12:], slotCheck(b, i))
 }
 
-func getSlot(b []byte, i int64) (sum uint32, n int64, ok bool) {
-	if binary.LittleEndian.Uint32(b[4:]) != slotMagic || binary.LittleEndian.Uint32(b[12:]) != slotCheck(b, i) {
-		return 0, 0, false
+func getSlot(b []byte, i int64) (sum uint32, n int64, state int) {
+	if binary.LittleEndian.Uint32(b[12:]) != slotCheck(b, i) {
+		return 0, 0, slotAbsent
 	}
-	return binary.LittleEndian.Uint32(b), int64(binary.LittleEndian.Uint32(b[8:])), true
+	switch binary.LittleEndian.Uint32(b[4:]) {
+	case slotMagic:
+		state = slotPresent
+	case droppedMagic:
+		state = slotDropped
+	default:
+		return 0, 0, slotAbsent
+	}
+	return binary.LittleEndian.Uint32(b), int64(binary.LittleEndian.Uint32(b[8:])), state
 }
 
 func slotCheck(b []byte, i int64) uint32 {

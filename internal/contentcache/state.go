@@ -37,6 +37,7 @@ type state struct {
 	files     *pair   // nil until the entry exists on disk
 	retired   []*pair // replaced files, closed at the last Release (reads may still use them)
 	crcs      []uint32
+	known     bitset // crcs holds the block's CRC: present, or dropped
 	present   bitset // the slot says the block is there
 	verified  bitset // checked (or written) through files in this process
 	nPresent  int64
@@ -65,7 +66,7 @@ func (c *Cache) newState(id string, size int64) *state {
 	return &state{
 		c: c, id: id, dir: c.entryDir(id), size: size, nblk: n,
 		ready: make(chan struct{}),
-		crcs:  make([]uint32, n), present: newBitset(n), verified: newBitset(n),
+		crcs:  make([]uint32, n), known: newBitset(n), present: newBitset(n), verified: newBitset(n),
 	}
 }
 
@@ -125,15 +126,12 @@ func (s *state) attach(p *pair, slots []byte, kind uint32, sum [32]byte) {
 	if p != nil {
 		s.lastTouch.Store(p.dMtime)
 	}
+	clear(s.known)
 	clear(s.present)
 	clear(s.verified)
 	s.nPresent, s.nVerified = 0, 0
 	for i := int64(0); i < s.nblk && (i+1)*slotLen <= int64(len(slots)); i++ {
-		if c, n, ok := getSlot(slots[i*slotLen:], i); ok && n == s.blockLen(i) {
-			s.crcs[i] = c
-			s.present.set(i)
-			s.nPresent++
-		}
+		s.addSlot(slots[i*slotLen:], i)
 	}
 	// A digest the caller trusted stays known across a reload; one
 	// computed from other files does not carry over unless read back.
@@ -207,20 +205,30 @@ func (s *state) refresh(p *pair, b0, b1 int64) {
 		return
 	}
 	for i := b0; i <= b1 && (i-b0+1)*slotLen <= int64(n); i++ {
-		if s.present.has(i) {
-			continue
+		if !s.present.has(i) {
+			s.addSlot(buf[(i-b0)*slotLen:], i)
 		}
-		if c, l, ok := getSlot(buf[(i-b0)*slotLen:], i); ok && l == s.blockLen(i) {
-			s.crcs[i] = c
-			s.present.set(i)
-			s.nPresent++
-		}
+	}
+}
+
+// addSlot (mu held) takes in the slot of block i, absent in memory.
+func (s *state) addSlot(b []byte, i int64) {
+	c, n, st := getSlot(b, i)
+	if st == slotAbsent || n != s.blockLen(i) {
+		return
+	}
+	s.crcs[i] = c
+	s.known.set(i)
+	if st == slotPresent {
+		s.present.set(i)
+		s.nPresent++
 	}
 }
 
 // drop forgets block i of files p after it failed its check, unless it
 // was dropped or checked good meanwhile, and records that on disk: its
-// slot and the marker are cleared.
+// slot says dropped (keeping the CRC a refill must match), the marker is
+// cleared.
 func (s *state) drop(p *pair, i int64) {
 	s.mu.Lock()
 	if s.files != p || !s.present.has(i) || s.verified.has(i) {
@@ -230,6 +238,7 @@ func (s *state) drop(p *pair, i int64) {
 	s.present.clear(i)
 	s.nPresent--
 	s.marked = false
+	crc := s.crcs[i]
 	s.mu.Unlock()
 	// After a power cut there may be many: one line per entry.
 	s.c.stats.dropped.Add(1)
@@ -238,9 +247,10 @@ func (s *state) drop(p *pair, i int64) {
 		level = slog.LevelWarn
 	}
 	s.c.log.Log(context.Background(), level, "content cache: a block failed its check; dropped", "dir", s.dir, "block", i)
-	zero := make([]byte, recordLen)
-	_, _ = p.r.WriteAt(zero[:slotLen], slotsOff+i*slotLen)
-	_, _ = p.r.WriteAt(zero, markerOff)
+	slot := make([]byte, slotLen)
+	putSlot(slot, i, crc, s.blockLen(i), slotDropped)
+	_, _ = p.r.WriteAt(slot, slotsOff+i*slotLen)
+	_, _ = p.r.WriteAt(make([]byte, recordLen), markerOff)
 }
 
 // markVerified records that block i of p matched crc c.
