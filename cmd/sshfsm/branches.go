@@ -15,6 +15,7 @@ import (
 	"sshfsm/internal/remote"
 	"sshfsm/internal/replica"
 	"sshfsm/internal/transport"
+	"sshfsm/internal/watch"
 )
 
 // endpoint is one host of one branch and how it is connected.
@@ -25,6 +26,7 @@ type endpoint struct {
 	tree   remote.Remote   // the branch's directory on host
 	lazy   *redial.Remote  // set when unreachable at mount time
 	err    error           // the dial error at mount time
+	watch  watching        // how changes of its branch are pushed (watch.go)
 }
 
 // remote is the endpoint's tree, whichever way it is connected; nil if
@@ -58,6 +60,7 @@ type tree struct {
 	ns        namespace.Namespace
 	endpoints []*endpoint
 	closers   []func() error // everything to close, in order
+	watch     *watch.Watcher // pushes changes made on the servers; nil with watch=no
 }
 
 // Close closes the namespace's remotes.
@@ -242,6 +245,9 @@ func buildTree(cfg *config.Config, eps []*endpoint, log *slog.Logger) (*tree, er
 		return nil, err
 	}
 	t.ns = ns
+	if t.watch = newWatcher(cfg, t, remotes, log); t.watch != nil {
+		t.closers = append([]func() error{t.watch.Close}, t.closers...)
+	}
 	return t, nil
 }
 

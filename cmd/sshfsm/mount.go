@@ -69,6 +69,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		ids = userIDMap(first)
 	}
 	fo := fsOptions(cfg, ids, log)
+	fo.Changes = t.changes()
 	if len(eps) == 1 {
 		fo.MountPrefix = first.Root()
 	}

@@ -23,6 +23,7 @@ func notifySignals(foreground bool) <-chan os.Signal {
 // serve runs until the filesystem is unmounted from outside or a signal
 // arrives, then unmounts and closes the connection.
 func (m *mounted) serve(sigs <-chan os.Signal) {
+	m.tree.startWatch() // now that the mount answers: its first listings come first
 	done := make(chan struct{})
 	go func() {
 		m.server.Wait()

@@ -186,8 +186,22 @@ func writeStatus(w io.Writer, st *control.Status) {
 			} else {
 				fmt.Fprintf(w, "    requests: %s\n", requestsLine(h.Requests))
 			}
+			if line := watchLine(h); line != "" && len(b.Hosts) > 1 {
+				fmt.Fprintf(w, "    %s change detection: %s\n", h.Name, line)
+			} else if line != "" {
+				fmt.Fprintf(w, "    change detection: %s\n", line)
+			}
 		}
 	}
+}
+
+// watchLine says whether changes made on the host are pushed, and why not;
+// "" from a daemon that does not say.
+func watchLine(h control.Host) string {
+	if h.WatchDetail == "" {
+		return h.Watch
+	}
+	return h.Watch + ": " + h.WatchDetail
 }
 
 func cacheLine(c control.Cache) string {

@@ -96,6 +96,9 @@ func (sb statusBranch) status() control.Branch {
 		}
 		b.Hosts = append(b.Hosts, hostStatus(e.hostName(), h.Stats(), sb.reconnect))
 	}
+	for i, e := range sb.hosts {
+		b.Hosts[i].Watch, b.Hosts[i].WatchDetail = e.watchStatus()
+	}
 	return b
 }
 

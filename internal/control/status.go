@@ -48,6 +48,15 @@ const (
 	StateDown         = "down"         // no channel is live and none will be
 )
 
+// Change detection states (Host.Watch).
+const (
+	WatchStarting = "starting" // the watcher on the server sets up its watches
+	WatchActive   = "active"   // changes made on the server are pushed to the mount
+	WatchPartial  = "partial"  // pushed, but not from every directory
+	WatchStandby  = "standby"  // another host of the replica set watches the branch
+	WatchOff      = "off"      // not pushed: the cache timeouts apply
+)
+
 // Host is one ssh host of a branch.
 type Host struct {
 	Name          string            `json:"name"`
@@ -64,6 +73,11 @@ type Host struct {
 	Reconnects    uint64            `json:"reconnects"`
 	Requests      map[string]uint64 `json:"requests"`         // SFTP requests sent, by type
 	Detail        string            `json:"detail,omitempty"` // why the host is not up, when known
+	// Watch says whether changes made on the server are pushed to the
+	// mount (Watch* states); WatchDetail why not, what is partial, or
+	// which host watches the branch instead.
+	Watch       string `json:"watch,omitempty"`
+	WatchDetail string `json:"watch_detail,omitempty"`
 }
 
 // Cache holds the counters of the mount's listing cache. Ratios are hits
