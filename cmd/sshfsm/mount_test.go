@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,9 +29,11 @@ func sshHost(t *testing.T) (*testenv.Host, []string) {
 	return h, h.SSHArgs()
 }
 
-// serving lists the sshfsm processes whose command line holds mnt.
+// serving lists the sshfsm processes whose command line holds mnt. A
+// child of one of them is left out: it is a fork about to run another
+// program (ssh), and still shows sshfsm's command line.
 func serving(mnt string) []int {
-	var pids []int
+	parents := map[int]int{}
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
@@ -43,12 +46,21 @@ func serving(mnt string) []int {
 		}
 		args := strings.Split(string(b), "\x00")
 		if filepath.Base(args[0]) == "sshfsm" && strings.Contains(string(b), mnt) {
-			if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil &&
-				!strings.Contains(string(st), ") Z ") {
-				pids = append(pids, pid)
+			st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+			if i := bytes.LastIndexByte(st, ')'); err == nil && i > 0 && !strings.Contains(string(st), ") Z ") {
+				if f := strings.Fields(string(st[i+1:])); len(f) > 1 {
+					parents[pid], _ = strconv.Atoi(f[1])
+				}
 			}
 		}
 	}
+	var pids []int
+	for pid, parent := range parents {
+		if _, forked := parents[parent]; !forked {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
 	return pids
 }
 

@@ -386,7 +386,9 @@ func TestOptionCacheModes(t *testing.T) {
 	}
 }
 
-// sshChildren counts the ssh processes whose parent is pid.
+// sshChildren counts the ssh connections whose parent is pid: ssh
+// processes, but for those that only open a session on another's
+// connection (remote commands, the watcher of changes).
 func sshChildren(pid int) int {
 	n := 0
 	dirs, _ := os.ReadDir("/proc")
@@ -401,7 +403,8 @@ func sshChildren(pid int) int {
 			continue
 		}
 		f := strings.Fields(s[end+1:])
-		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+		cmd, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) && !strings.Contains(string(cmd), "-oControlMaster=no") {
 			n++
 		}
 	}
