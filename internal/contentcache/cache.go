@@ -66,11 +66,12 @@ type Cache struct {
 	now        func() time.Time
 	touchEvery time.Duration
 
-	mu     sync.Mutex        // guards states and closed; never held across I/O
+	// Lock order: state.fillMu, evictMu, mu, state.mu.
+	mu     sync.Mutex        // guards states, closed and each state's refs and queued; never held across I/O
 	states map[string]*state // entries some Entry holds, by id
 	closed bool
 
-	evictMu    sync.Mutex // serialises scans and evictions (held across their I/O); before mu
+	evictMu    sync.Mutex // serialises scans and evictions (held across their I/O)
 	futileTill time.Time  // evictMu: an eviction just found nothing to remove; refuse without rescanning until then
 	total      atomic.Int64
 	entries    atomic.Int64
