@@ -173,7 +173,8 @@ func TestSetupLargeTree(t *testing.T) {
 	}
 	rg := newRig(t, th, cacheFor, Options{})
 	st := rg.waitState(t, Active, 60*time.Second)
-	t.Logf("watches on 2040 directories set up in %v", st.Setup)
+	t.Logf("watches on 2040 directories set up in %v (%v from the start, probe included)",
+		st.Setup.Round(time.Millisecond), time.Since(rg.started).Round(time.Millisecond))
 	if !gone(rg.local("d39/e49/x")) {
 		t.Fatal("x exists")
 	}
@@ -405,4 +406,45 @@ func TestWatchedDirectoryRemoved(t *testing.T) {
 	}
 	write(t, rg.remote("back"), "x")
 	within(t, time.Second, "a change once back", func() bool { return content(rg.local("back")) == "x" })
+}
+
+// A burst of 10 000 new files (a checkout) reaches the mount in a few
+// batches, and the changes after it are not held up.
+func TestBurst(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	for d := range 20 {
+		if err := os.Mkdir(fmt.Sprintf("%s/d%d", th.Dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rg := newRig(t, th, cacheFor, Options{})
+	rg.waitState(t, Active, 15*time.Second)
+	for d := range 20 { // listed, and so cached for a minute
+		if ents, err := os.ReadDir(rg.local(fmt.Sprintf("d%d", d))); err != nil || len(ents) != 0 {
+			t.Fatalf("d%d: %d entries, %v", d, len(ents), err)
+		}
+	}
+	start := time.Now()
+	for d := range 20 {
+		for f := range 500 {
+			write(t, fmt.Sprintf("%s/d%d/f%d", th.Dir, d, f), "x")
+		}
+	}
+	made := time.Since(start)
+	d := within(t, 5*time.Second, "10 000 new files", func() bool {
+		for d := range 20 {
+			ents, err := os.ReadDir(rg.local(fmt.Sprintf("d%d", d)))
+			if err != nil || len(ents) != 500 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("10 000 files made in %v; all listed %v later; %d batches of %d paths in all",
+		made.Round(time.Millisecond), d.Round(time.Millisecond), rg.batches.Load(), rg.paths.Load())
+	if n := rg.batches.Load(); n > int64(made/DefaultWindow)+10 {
+		t.Errorf("%d batches for a burst of %v", n, made)
+	}
+	write(t, rg.remote("after"), "x")
+	within(t, time.Second, "a change after the burst", func() bool { return content(rg.local("after")) == "x" })
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ type rig struct {
 	mnt  string
 	srv  *fuse.Server
 	logs *testenv.LogBuffer
+	// started is when the watcher was started.
+	started time.Time
+	// batches and paths count what reached the mount.
+	batches, paths atomic.Int64
 }
 
 // cacheFor is the mount's cache timeouts: long enough that only the
@@ -55,7 +60,7 @@ func newRig(t *testing.T, th *testenv.Host, ttl time.Duration, o Options) *rig {
 	rg.w = New([]Target{{Candidates: []Candidate{hostCandidate(th.Alias, rg.h)}}}, o)
 	t.Cleanup(func() { rg.w.Close() })
 	fo := fusefs.Options{AttrTimeout: ttl, EntryTimeout: ttl, NegativeTimeout: ttl, DirCacheTimeout: ttl,
-		ContainSymlinks: true, Logger: log, Changes: rg.w.Changes()}
+		ContainSymlinks: true, Logger: log, Changes: rg.relay()}
 	rg.srv, err = fusefs.Mount(rg.mnt, namespace.Single(rg.h.Remote()), fo, fusefs.MountOptions{FsName: "test", Subtype: "sshfsm"})
 	if err != nil {
 		t.Fatalf("Mount: %v", err)
@@ -66,8 +71,23 @@ func newRig(t *testing.T, th *testenv.Host, ttl time.Duration, o Options) *rig {
 			t.Logf("log:\n%s", rg.logs)
 		}
 	})
+	rg.started = time.Now()
 	rg.w.Start()
 	return rg
+}
+
+// relay passes the watcher's batches on to the mount, counting them.
+func (rg *rig) relay() <-chan []namespace.Change {
+	out := make(chan []namespace.Change)
+	go func() {
+		defer close(out)
+		for b := range rg.w.Changes() {
+			rg.batches.Add(1)
+			rg.paths.Add(int64(len(b)))
+			out <- b
+		}
+	}()
+	return out
 }
 
 // hostCandidate watches the tree of transport host h.
