@@ -24,7 +24,9 @@ import (
 //     contents and attributes, once per batch. A file the kernel knows
 //     that was removed is reported deleted (NotifyDelete; local inotify
 //     watchers of the mount see it). A directory's cached listings below
-//     it go too;
+//     it go too. A directory created where the kernel knows a directory
+//     keeps its entry (see changedName), and the kernel's attributes and
+//     data of everything it knows below it are dropped;
 //   - a tree (the watcher lost events, or was not running for a while):
 //     as when the hosts that answer change (health.go), every listing
 //     below it, the kernel's attributes and data of every inode below it,
@@ -125,13 +127,22 @@ func (f *filesys) changedName(c namespace.Change) *fs.Inode {
 		return nil
 	}
 	switch {
-	case c.Kind == namespace.ChangeRemoved && child != nil && !child.IsDir():
+	case child == nil:
+		parent.NotifyEntry(name) // a negative entry, if any
+	case c.Kind == namespace.ChangeCreated && c.Dir && child.IsDir():
+		// Still a directory, maybe another one. Its entry stays:
+		// dropping it would unhash it under processes whose working
+		// directory it is (getcwd fails), and a lookup would find the
+		// same inode again. What the kernel holds below it goes.
+		inodes, _ := f.known(child, c.Path)
+		for _, in := range inodes {
+			in.NotifyContent(0, 0)
+		}
+	case c.Kind == namespace.ChangeRemoved && !child.IsDir():
 		parent.NotifyDelete(name, child)
-	case child != nil:
-		// Created: the name may now be another file, with other data.
-		child.NotifyContent(0, 0)
-		parent.NotifyEntry(name)
 	default:
+		// Another file under the name, or a directory gone.
+		child.NotifyContent(0, 0)
 		parent.NotifyEntry(name)
 	}
 	return parent
@@ -140,7 +151,8 @@ func (f *filesys) changedName(c namespace.Change) *fs.Inode {
 // changedTree handles a change of everything at and below p and returns
 // p's parent's inode when the kernel knows it. The refresh of what the
 // kernel knows below p runs in the background, replacing one of p still
-// running.
+// running; trees holds them by path (the roots of branches, in practice:
+// watchers restarted, events lost).
 func (f *filesys) changedTree(p string, trees map[string]context.CancelFunc) *fs.Inode {
 	dir, name := split(p)
 	parent := f.knownInode(dir)

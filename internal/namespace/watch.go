@@ -67,19 +67,23 @@ const (
 type Change struct {
 	Path string // namespace path; "" is the root
 	Kind ChangeKind
-	// Dir: the name is or was a directory; what is cached below it is
-	// stale too.
+	// Dir: the name is a directory: the one created, the one removed, the
+	// one whose attributes changed; what is cached below it is stale too.
+	// Always set for ChangeTree.
 	Dir bool
 }
 
 // Then returns what c followed by next (of the same path) amounts to: the
-// later of a creation and a removal, otherwise the larger kind.
+// later of a creation and a removal, with what it says of the name's
+// type; otherwise the larger kind.
 func (c Change) Then(next Change) Change {
-	k := max(c.Kind, next.Kind)
-	if k != ChangeTree && (next.Kind == ChangeCreated || next.Kind == ChangeRemoved) {
-		k = next.Kind
+	switch {
+	case c.Kind == ChangeTree || next.Kind == ChangeTree:
+		return Change{Path: c.Path, Kind: ChangeTree, Dir: true}
+	case next.Kind == ChangeCreated || next.Kind == ChangeRemoved:
+		return Change{Path: c.Path, Kind: next.Kind, Dir: next.Dir}
 	}
-	return Change{Path: c.Path, Kind: k, Dir: c.Dir || next.Dir}
+	return Change{Path: c.Path, Kind: max(c.Kind, next.Kind), Dir: c.Dir || next.Dir}
 }
 
 // Forget drops what ns caches about a path changed outside the mount: a

@@ -101,7 +101,10 @@ func TestChangeThen(t *testing.T) {
 		{ch(namespace.ChangeData, false), ch(namespace.ChangeAttr, false), ch(namespace.ChangeData, false)},
 		{ch(namespace.ChangeCreated, false), ch(namespace.ChangeData, false), ch(namespace.ChangeCreated, false)},
 		{ch(namespace.ChangeCreated, false), ch(namespace.ChangeRemoved, false), ch(namespace.ChangeRemoved, false)},
-		{ch(namespace.ChangeRemoved, true), ch(namespace.ChangeCreated, false), ch(namespace.ChangeCreated, true)},
+		// A directory replaced by a file, and the reverse.
+		{ch(namespace.ChangeRemoved, true), ch(namespace.ChangeCreated, false), ch(namespace.ChangeCreated, false)},
+		{ch(namespace.ChangeRemoved, false), ch(namespace.ChangeCreated, true), ch(namespace.ChangeCreated, true)},
+		{ch(namespace.ChangeCreated, true), ch(namespace.ChangeAttr, true), ch(namespace.ChangeCreated, true)},
 		{ch(namespace.ChangeTree, true), ch(namespace.ChangeCreated, false), ch(namespace.ChangeTree, true)},
 		{ch(namespace.ChangeAttr, false), ch(namespace.ChangeTree, true), ch(namespace.ChangeTree, true)},
 	}

@@ -448,3 +448,32 @@ func TestBurst(t *testing.T) {
 	write(t, rg.remote("after"), "x")
 	within(t, time.Second, "a change after the burst", func() bool { return content(rg.local("after")) == "x" })
 }
+
+// The echo of a directory the mount made comes back while a process works
+// in it: the directory's entry stays (some kernels unhash a directory
+// whose entry is invalidated, and getcwd fails there), and the process
+// goes on working there.
+func TestWorkingDirectoryKeepsItsEntry(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	rg := newRig(t, th, cacheFor, Options{})
+	rg.waitState(t, Active, 15*time.Second)
+	for i := range 3 {
+		dir := rg.local(fmt.Sprintf("work%d", i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The echo of the mkdir arrives while the helper waits.
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), getcwdEnv+"="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != dir+"\n" {
+			t.Fatalf("getcwd in a new directory: %q, %v", out, err)
+		}
+		if _, err := os.Stat(rg.remote(fmt.Sprintf("work%d/here", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rg.w.Status()[0].Changes == 0 {
+		t.Error("no echo came back")
+	}
+}

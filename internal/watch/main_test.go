@@ -2,12 +2,14 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +21,38 @@ import (
 	"sshfsm/internal/transport"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(getcwdEnv); dir != "" {
+		getcwdHelper(dir)
+		return
+	}
+	testenv.Main(m)
+}
+
+// getcwdEnv makes the test binary a process that works in a directory:
+// getcwdHelper.
+const getcwdEnv = "SSHFSM_WATCH_TEST_GETCWD"
+
+// getcwdHelper enters dir, waits, then prints what getcwd(2) says and
+// makes a file there.
+func getcwdHelper(dir string) {
+	if err := os.Chdir(dir); err != nil {
+		fmt.Println("chdir:", err)
+		os.Exit(1)
+	}
+	time.Sleep(300 * time.Millisecond)
+	wd, err := syscall.Getwd()
+	if err != nil {
+		fmt.Println("getcwd:", err)
+		os.Exit(1)
+	}
+	fmt.Println(wd)
+	if err := os.WriteFile("here", nil, 0o644); err != nil {
+		fmt.Println("create:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
 
 // rig is a real sshd on loopback, its directory mounted through real ssh
 // and FUSE, and a watcher pushing its changes to the mount.
