@@ -94,7 +94,7 @@ func runDaemonChild(args []string) config.ExitCode {
 	}
 	if err := detach(); err != nil {
 		m.unmount()
-		m.tree.Close()
+		m.close()
 		return report(config.Errorf(config.ExitMount, "detach: %v", err))
 	}
 	fmt.Fprintln(ready, "ok")

@@ -16,6 +16,7 @@ import (
 
 	"sshfsm/internal/cache"
 	"sshfsm/internal/config"
+	"sshfsm/internal/contentcache"
 	"sshfsm/internal/control"
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/idmap"
@@ -28,8 +29,9 @@ type mounted struct {
 	tree       *tree
 	server     *fuse.Server
 	log        *slog.Logger
-	dirs       *cache.Dirs     // the listing cache, for its counters
-	status     *control.Server // answers sshfsm status; nil without
+	dirs       *cache.Dirs         // the listing cache, for its counters
+	content    *contentcache.Cache // the disk cache of contents; nil without
+	status     *control.Server     // answers sshfsm status; nil without
 }
 
 // mount checks the mountpoint, connects, mounts and verifies that the mount
@@ -76,15 +78,17 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = t.remoteUser()
 	fo.Cache = cache.New(cfg.Cache.DirCacheTimeout, nil)
 	persistListings(cfg, &fo, log)
+	fo.Content, fo.ContentID = openContentCache(cfg, log), mountIdentity(cfg)
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
+		closeContent(fo.Content, log)
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
-	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache}
+	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
-		m.tree.Close()
+		m.close()
 		return nil, err
 	}
 	m.startStatus(cfg)
@@ -100,13 +104,7 @@ func persistListings(cfg *config.Config, fo *fusefs.Options, log *slog.Logger) {
 	if !cfg.Cache.Disk || cfg.Cache.DirCacheTimeout <= 0 {
 		return
 	}
-	dir := cfg.Cache.Dir
-	var err error
-	if dir == "" {
-		dir, err = cache.DefaultDir()
-	} else {
-		dir, err = filepath.Abs(dir) // the daemon leaves the working directory
-	}
+	dir, err := cacheDir(cfg)
 	if err != nil {
 		log.Warn("listings are not kept across mounts", "err", err)
 		return
@@ -305,7 +303,7 @@ func mountUnlessSignalled(cfg *config.Config, log *slog.Logger, sigs <-chan os.S
 	}
 	if m != nil {
 		m.unmount()
-		m.tree.Close()
+		m.close()
 	}
 	return nil, config.Errorf(config.ExitMount, "interrupted by %v before the mount was ready", sig)
 }

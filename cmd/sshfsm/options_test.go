@@ -412,14 +412,15 @@ func sshChildren(pid int) int {
 }
 
 // TestOptionMaxConns: max_conns=N runs N ssh sessions, and the mount works
-// with 1 and with 4.
+// with 1 and with 4. The reads must reach the server: no disk cache (the
+// second mount would find the files the first one read).
 func TestOptionMaxConns(t *testing.T) {
 	h, ssh := sshHost(t)
 	for i := range 8 {
 		writeFile(t, filepath.Join(h.Dir, "f"+strconv.Itoa(i)), strings.Repeat("z", 1<<16), 0o644)
 	}
 	for _, n := range []int{1, 4} {
-		mnt := mountWith(t, h.Alias+":"+h.Dir, append(ssh, "-o", "max_conns="+strconv.Itoa(n))...)
+		mnt := mountWith(t, h.Alias+":"+h.Dir, append(ssh, "-o", "nodisk_cache,max_conns="+strconv.Itoa(n))...)
 		errs := make(chan error, 8)
 		for i := range 8 {
 			go func() {

@@ -44,10 +44,16 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		}
 	}
 	m.stopStatus()
-	// The snapshot of listings is written once the mount has stopped
-	// serving, and must be before the process exits.
+	m.close()
+}
+
+// close writes the snapshot of listings, ends the connections and closes
+// the disk cache, once the mount has stopped serving; it must be done
+// before the process exits.
+func (m *mounted) close() {
 	m.dirs.Close()
 	m.tree.Close()
+	closeContent(m.content, m.log)
 }
 
 // unmount detaches the filesystem; when it is busy, it falls back to a lazy

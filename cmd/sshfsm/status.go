@@ -164,6 +164,10 @@ func writeStatus(w io.Writer, st *control.Status) {
 	if st.Meta != nil {
 		fmt.Fprintf(w, "  metadata %s\n", metaLine(*st.Meta))
 	}
+	if d := st.Disk; d != nil {
+		fmt.Fprintf(w, "  disk     %s in %d files (%s), hits %s of %s read (%s)\n", humanBytes(uint64(d.Bytes)), d.Entries, d.Dir,
+			humanBytes(uint64(d.HitBytes)), humanBytes(uint64(d.HitBytes+d.MissBytes)), percent(d.HitRatio))
+	}
 	for _, b := range st.Branches {
 		mode := "rw"
 		if b.ReadOnly {

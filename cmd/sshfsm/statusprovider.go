@@ -57,7 +57,7 @@ func (m *mounted) statusProvider(cfg *config.Config) func() control.Status {
 	}
 	return func() control.Status {
 		st := control.Status{Mount: control.Mount{Options: opts}, Cache: cacheStatus(m.dirs.Stats()),
-			Meta: metaStatus(m.dirs.PersistStats(), time.Now())}
+			Meta: metaStatus(m.dirs.PersistStats(), time.Now()), Disk: m.diskStatus(cfg)}
 		for _, sb := range branches {
 			st.Branches = append(st.Branches, sb.status())
 		}
@@ -163,6 +163,17 @@ func metaStatus(s cache.PersistStats, now time.Time) *control.Meta {
 		WriteError: s.WriteError}
 }
 
+// diskStatus describes the disk cache of contents, nil when it is off.
+func (m *mounted) diskStatus(cfg *config.Config) *control.Disk {
+	if m.content == nil {
+		return nil
+	}
+	s := m.content.Stats()
+	dir, _ := cacheDir(cfg)
+	return &control.Disk{Dir: dir, Bytes: s.Bytes, Entries: s.Entries,
+		HitBytes: s.HitBytes, MissBytes: s.MissBytes, Evicted: s.EvictedBytes}
+}
+
 // optionSummary lists the settings that explain a mount's behaviour, as
 // -o would write them.
 func optionSummary(cfg *config.Config) []string {
@@ -186,6 +197,10 @@ func optionSummary(cfg *config.Config) []string {
 		"dcache_timeout="+secs(cfg.Cache.DirCacheTimeout),
 		"attr_timeout="+secs(cfg.Cache.AttrTimeout),
 		"prefetch_depth="+strconv.Itoa(cfg.Cache.PrefetchDepth))
+	o = append(o, "cache="+cfg.Cache.Mode)
+	if !cfg.Cache.Disk {
+		o = append(o, "nodisk_cache")
+	}
 	if cfg.FUSE.KernelCache {
 		o = append(o, "kernel_cache")
 	}

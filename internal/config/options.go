@@ -135,11 +135,14 @@ func cacheOptions() []Option {
 				"sshfsm status says so. On a large tree, changes are pushed once the watcher has set up its watches.",
 			func(c *Config, v string) { c.Watch = v == "yes" }),
 		enumOpt("cache", "auto", []string{"auto", "immutable", "strict", "yes", "no"}, s,
-			"Coherence mode. auto: attributes and listings are trusted for their timeouts, and an open reuses cached content when the file's size and mtime are unchanged (close-to-open consistency, as NFS). immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known. strict: no content is reused across opens without revalidation; for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and disk_cache=no).",
+			"Coherence mode. auto: attributes and listings are trusted for their timeouts, and an open reuses cached content when the file's size and mtime are unchanged (close-to-open consistency, as NFS). immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known (every timeout is a year, unless set after it). strict: no content is reused across opens without revalidation; for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and disk_cache=no).",
 			func(c *Config, v string) {
 				c.Cache.Mode = v
 				if v == "yes" {
 					c.Cache.Mode = "auto"
+				}
+				if v == "immutable" {
+					c.Cache.setAll(immutableTimeout)
 				}
 				if v == "no" {
 					c.Cache.Mode = "auto"
@@ -147,9 +150,9 @@ func cacheOptions() []Option {
 					c.Cache.Disk = false
 				}
 			}),
-		withNot(withDefault(flagOpt("disk_cache", s, "Keep file contents read from the servers on local disk, in cache_dir, across mounts and restarts (default).",
+		withNot(withDefault(flagOpt("disk_cache", s, "Keep file contents read from the servers, and directory listings, on local disk in cache_dir, across mounts and restarts (default).",
 			func(c *Config) { c.Cache.Disk = true }), "on"), "nodisk_cache"),
-		withNot(flagOpt("nodisk_cache", s, "Keep no file contents on local disk.",
+		withNot(flagOpt("nodisk_cache", s, "Keep no file contents or listings on local disk.",
 			func(c *Config) { c.Cache.Disk = false }), "disk_cache"),
 		stringOpt("cache_dir", "DIR", "", s, "Directory of the disk cache (default: $XDG_CACHE_HOME/sshfsm, else ~/.cache/sshfsm).",
 			func(c *Config, v string) error { c.Cache.Dir = v; return nil }),
@@ -197,6 +200,10 @@ func withDefault(o Option, def string) Option { o.Default = def; return o }
 func withAliases(o Option, names ...string) Option { o.Aliases = names; return o }
 
 func withNot(o Option, not string) Option { o.Not = not; return o }
+
+// immutableTimeout is how long cache=immutable trusts what it saw: the
+// life of any mount.
+const immutableTimeout = 365 * 24 * time.Hour
 
 func (c *Cache) setAll(d time.Duration) {
 	c.AttrTimeout, c.EntryTimeout, c.NegativeTimeout, c.DirCacheTimeout = d, d, d, d

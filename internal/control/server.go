@@ -206,6 +206,9 @@ func (s *Server) status() (st Status, err error) {
 	st.Mount.Started = s.started
 	st.Mount.UptimeSeconds = time.Since(s.started).Seconds()
 	st.Cache.fillRatios()
+	if d := st.Disk; d != nil {
+		d.HitRatio = ratio(uint64(d.HitBytes), uint64(d.MissBytes))
+	}
 	return st, nil
 }
 

@@ -11,6 +11,20 @@ type Status struct {
 	Branches []Branch `json:"branches"`
 	Cache    Cache    `json:"cache"`
 	Meta     *Meta    `json:"metadata,omitempty"` // absent when listings are not kept across mounts
+	// Disk is the disk cache of file contents; absent when it is off.
+	Disk *Disk `json:"disk,omitempty"`
+}
+
+// Disk describes the disk cache of file contents, shared by the mounts
+// that use the same directory; the hits and misses are this mount's.
+type Disk struct {
+	Dir       string  `json:"dir"`
+	Bytes     int64   `json:"bytes"`   // stored, with its bookkeeping
+	Entries   int64   `json:"entries"` // file versions stored
+	HitBytes  int64   `json:"hit_bytes"`
+	MissBytes int64   `json:"miss_bytes"`
+	HitRatio  float64 `json:"hit_ratio"` // of the bytes read; -1 before any read
+	Evicted   int64   `json:"evicted_bytes"`
 }
 
 // Mount describes the mount as a whole. The server fills Mountpoint, PID,

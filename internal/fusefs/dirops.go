@@ -185,6 +185,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // removed updates caches and inode numbers after name left the directory.
 func (n *node) removed(dir, name, p string) {
 	n.fsys.dirs.Remove(dir, name)
+	n.fsys.forgetContent(p)
 	if ch := n.GetChild(name); ch != nil {
 		ch.Operations().(*node).detach(p)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/cache"
+	"sshfsm/internal/contentcache"
 	"sshfsm/internal/remote"
 )
 
@@ -27,6 +28,10 @@ type handle struct {
 	f        remote.File // nil until a lazy handle's first read
 	flight   *openFlight // the lazy open in progress, if any
 	released bool
+	// ce is the disk cache's entry of the version opened (content.go),
+	// nil when reads go to the server; ck names that version.
+	ce *contentcache.Entry
+	ck versionKey
 }
 
 var (
@@ -64,6 +69,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
+	if !writable(flags) {
+		if h, fl, errno := n.openCached(ctx, p, flags); h != nil || errno != 0 {
+			return h, fl, errno
+		}
+	}
 	if !writable(flags) && n.lazyOpen(p) {
 		if fl, ok := n.cacheFlags(flags, true); ok {
 			h := &handle{n: n}
@@ -83,6 +93,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	h := n.newHandle(f, flags)
 	if writable(flags) {
 		n.fsys.dirs.Forget(split(p))
+		n.fsys.forgetContent(p)
 	}
 	return h, n.openFlags(flags), 0
 }
@@ -129,6 +140,11 @@ func (n *node) cacheFlags(flags uint32, ifKept bool) (uint32, bool) {
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if err := h.n.pending.wait(ctx); err != nil {
 		return nil, h.n.fsys.toErrno(err)
+	}
+	if e := h.cached(); e != nil {
+		if r, ok, errno := h.readCached(ctx, e, dest, off); ok || errno != 0 {
+			return r, errno
+		}
 	}
 	f, err := h.file(ctx)
 	if err != nil {
@@ -253,6 +269,7 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	f := h.f
 	h.mu.Unlock()
 	h.n.dropLazy(h)
+	h.dropCache()
 	if h.w == nil {
 		if f != nil {
 			go h.n.fsys.closeRemote(f)

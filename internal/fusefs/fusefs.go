@@ -12,6 +12,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/cache"
+	"sshfsm/internal/contentcache"
 	"sshfsm/internal/namespace"
 )
 
@@ -54,6 +55,11 @@ type Options struct {
 	// across mounts of the same tree (persist.go); Mode says what loaded
 	// listings may answer.
 	MetaFile string
+	// Content, when set, keeps file contents on local disk (content.go);
+	// ContentID names the mount's files there: the same ID across mounts
+	// finds what earlier ones stored.
+	Content   *contentcache.Cache
+	ContentID string
 }
 
 // MountOptions are passed to the kernel at mount time.
@@ -86,6 +92,8 @@ type filesys struct {
 	// notes tells the kernel what revalidations of persisted listings
 	// found; nil without MetaFile.
 	notes *notifier
+	// fills are the disk cache's fetches in progress (content.go).
+	fills fills
 }
 
 // Mount mounts ns at mountpoint and serves it until the returned server is

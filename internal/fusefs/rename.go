@@ -49,6 +49,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 
 // renamed brings caches and inode numbers in line with a done rename.
 func (n *node) renamed(np *node, name, newName, oldDir, oldp, newDir, newp string) {
+	n.fsys.forgetContent(oldp)
+	n.fsys.forgetContent(newp)
 	d := n.fsys.dirs
 	a, st := d.Peek(oldDir, name)
 	d.Remove(oldDir, name)

@@ -45,6 +45,9 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	}
 	if linked {
 		n.fsys.dirs.Forget(split(p))
+		if _, ok := in.GetSize(); ok || sa.Mtime != nil {
+			n.fsys.forgetContent(p)
+		}
 	}
 	return n.Getattr(ctx, fh, out)
 }

@@ -46,6 +46,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	_ = os.Setenv("TMPDIR", tmp)
+	// Mounts started by the tests keep their disk caches in the run's
+	// directory, never the user's.
+	_ = os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
 
 	code := m.Run()
 

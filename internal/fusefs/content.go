@@ -1,0 +1,278 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/cache"
+	"sshfsm/internal/contentcache"
+	"sshfsm/internal/remote"
+)
+
+// File contents on local disk (Options.Content, package contentcache).
+// A read-only open of a regular file picks the cached version of the file
+// named by its path, size and mtime, and reads it from local disk; the
+// blocks it lacks are fetched from the server once, stored, and served
+// from there on, by this and later mounts. The version is settled at open
+// as the coherence mode says (contentVersion): size and mtime unchanged
+// means content unchanged, as for NFS's close-to-open consistency and the
+// kernel's page cache kept across opens.
+//
+// What a version can miss: SFTP reports mtimes in whole seconds, so a
+// file rewritten within the second it was last written, keeping its size,
+// would keep its version. Files modified less than racyWindow ago are
+// therefore neither read from nor stored in the disk cache ("racy", as
+// git calls its index entries of the same second). A file replaced on the
+// server by another of the same size and mtime (a rename over it, a copy
+// keeping times) is not noticed, as by the kernel's own cache. What the
+// mount itself changes drops the path's cached versions (forgetContent).
+
+// racyWindow: files whose mtime is this recent are not cached. It covers
+// the second of SFTP's mtimes plus a second of clock difference between
+// the server and this machine.
+const racyWindow = 2 * time.Second
+
+// contentVersion returns the attributes a read-only open of the node at
+// p is served with from the disk cache: in immutable mode any known ones,
+// in auto mode fresh ones (within AttrTimeout, or fetched now), in strict
+// mode always fetched now. ok is false when the file is not cacheable.
+func (n *node) contentVersion(ctx context.Context, p string) (a remote.Attr, ok bool, errno syscall.Errno) {
+	f := n.fsys
+	// direct_io promises that every read goes to the server.
+	if f.opts.Content == nil || f.opts.DirectIO || n.writing() {
+		return a, false, 0
+	}
+	switch f.opts.Mode {
+	case cache.Immutable:
+		n.mu.Lock()
+		a, ok = n.last, !n.lastAt.IsZero()
+		n.mu.Unlock()
+	case cache.Auto:
+		a, ok = n.freshAttr(p)
+	}
+	if !ok {
+		var err error
+		if a, err = f.ns.Lstat(ctx, p); err != nil {
+			return a, false, f.toErrno(err)
+		}
+		n.remember(a)
+	}
+	if fileType(a) != syscall.S_IFREG || time.Since(a.Mtime) < racyWindow {
+		return a, false, 0
+	}
+	return a, true, 0
+}
+
+// versionKey identifies one version of one file among the fetches in
+// progress.
+type versionKey struct {
+	size  int64
+	mtime int64 // unix nanoseconds
+}
+
+func contentKey(a remote.Attr) versionKey {
+	return versionKey{int64(a.Size), a.Mtime.UnixNano()}
+}
+
+// contentEntry returns the disk cache's entry of the version a of p.
+func (f *filesys) contentEntry(p string, a remote.Attr) *contentcache.Entry {
+	e, err := f.opts.Content.Entry(contentcache.Key{
+		Host: f.opts.ContentID, Path: p, Size: int64(a.Size), Mtime: a.Mtime})
+	if err != nil {
+		f.log.Warn("disk cache", "path", p, "err", err)
+		return nil
+	}
+	return e
+}
+
+// forgetContent drops the cached versions of p after the mount changed it.
+func (f *filesys) forgetContent(p string) {
+	if f.opts.Content != nil {
+		f.opts.Content.Forget(f.opts.ContentID, p)
+	}
+}
+
+// openCached opens a handle served from the disk cache, or returns nil.
+// When the cache holds the whole file, the remote file is opened only if
+// a read finds a block bad. Otherwise it is opened now, as lazy.go
+// explains for first opens: a caught signal interrupts a blocked open(2),
+// while the kernel's readahead READs wait for fatal signals only. It is
+// opened now too when the remote user might not read the file, so that
+// open(2) fails as it should.
+func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle, uint32, syscall.Errno) {
+	a, ok, errno := n.contentVersion(ctx, p)
+	if errno != 0 || !ok {
+		return nil, 0, errno
+	}
+	e := n.fsys.contentEntry(p, a)
+	if e == nil {
+		return nil, 0, 0
+	}
+	h := &handle{n: n, ce: e, ck: contentKey(a)}
+	if !e.Complete() || !n.fsys.mayRead(a) {
+		f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
+		if err != nil {
+			e.Release()
+			return nil, 0, n.fsys.toErrno(err)
+		}
+		h.f = f
+	} else {
+		n.addLazy(h)
+	}
+	return h, n.openFlags(flags), 0
+}
+
+// readCached answers a read from the disk cache entry e, fetching the
+// blocks it lacks first. ok is false when the cache cannot answer: the
+// file is not the version the handle was opened with any more (the handle
+// then stops using the cache), or blocks failed their checks or could not
+// be stored; the caller reads from the server.
+func (h *handle) readCached(ctx context.Context, e *contentcache.Entry, dest []byte, off int64) (fuse.ReadResult, bool, syscall.Errno) {
+	if n, ok, err := e.ReadAt(dest, off); ok {
+		return cachedResult(dest, n, err)
+	}
+	for _, r := range e.Missing(off, int64(len(dest))) {
+		if err := h.fetch(ctx, e, r); err != nil {
+			if errors.Is(err, errChanged) {
+				h.n.fsys.log.Info("file changed on the server while open; reading it uncached", "err", err)
+				h.dropCache()
+				return nil, false, 0
+			}
+			return nil, false, h.n.fsys.toErrno(err)
+		}
+	}
+	if n, ok, err := e.ReadAt(dest, off); ok {
+		return cachedResult(dest, n, err)
+	}
+	return nil, false, 0
+}
+
+func cachedResult(dest []byte, n int, err error) (fuse.ReadResult, bool, syscall.Errno) {
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false, 0
+	}
+	return fuse.ReadResultData(dest[:n]), true, 0
+}
+
+// errChanged: the server's file is not the version being cached.
+var errChanged = errors.New("file size changed")
+
+// fetch reads the byte range r of the file from the server and stores
+// it in e. Reads of the same range of the same version wait for one
+// fetch; if it fails for a reason of its own (its reader was interrupted,
+// say), they fetch themselves.
+func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcache.Range) error {
+	p, _ := h.n.path()
+	k := fillKey{p, h.ck, r.Off}
+	for range 2 {
+		fl, first := h.n.fsys.fills.start(k)
+		if first {
+			err := h.fetchRange(ctx, e, r)
+			h.n.fsys.fills.end(k, fl, err)
+			return err
+		}
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if fl.err == nil || errors.Is(fl.err, errChanged) {
+			return fl.err
+		}
+	}
+	return h.fetchRange(ctx, e, r)
+}
+
+func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r contentcache.Range) error {
+	f, err := h.file(ctx)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, r.Len)
+	got := 0
+	for got < len(buf) {
+		k, err := f.ReadAt(ctx, buf[got:], r.Off+int64(got))
+		got += k
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// A version's blocks are all there up to its size: a short read
+	// means the file shrank.
+	if got < len(buf) {
+		return fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
+	}
+	if err := e.Fill(buf, r.Off); err != nil {
+		// The disk cache is best effort: the data still answers the read
+		// through ReadAt's miss, from the server.
+		h.n.fsys.log.Warn("disk cache fill", "err", err)
+	}
+	return nil
+}
+
+// cached returns the handle's disk cache entry, nil if it has none.
+func (h *handle) cached() *contentcache.Entry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ce
+}
+
+// dropCache stops the handle's use of the disk cache.
+func (h *handle) dropCache() {
+	h.mu.Lock()
+	e := h.ce
+	h.ce = nil
+	h.mu.Unlock()
+	if e != nil {
+		e.Release()
+	}
+}
+
+// fills are the block fetches in progress, mount-wide.
+type fills struct {
+	mu sync.Mutex // guards m
+	m  map[fillKey]*fill
+}
+
+type fillKey struct {
+	path    string
+	version versionKey
+	off     int64
+}
+
+type fill struct {
+	done chan struct{}
+	err  error
+}
+
+func (fs *fills) start(k fillKey) (*fill, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fl := fs.m[k]; fl != nil {
+		return fl, false
+	}
+	if fs.m == nil {
+		fs.m = map[fillKey]*fill{}
+	}
+	fl := &fill{done: make(chan struct{})}
+	fs.m[k] = fl
+	return fl, true
+}
+
+func (fs *fills) end(k fillKey, fl *fill, err error) {
+	fs.mu.Lock()
+	delete(fs.m, k)
+	fs.mu.Unlock()
+	fl.err = err
+	close(fl.done)
+}

@@ -1,0 +1,283 @@
+package fusefs
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"sshfsm/internal/cache"
+	"sshfsm/internal/contentcache"
+	"sshfsm/internal/namespace"
+	"sshfsm/internal/testenv"
+)
+
+// diskMount is one mount of a remote directory with a disk cache, made
+// and unmounted by the test, possibly several times over the same
+// directories.
+type diskMount struct {
+	*testMount
+	hook  *hookRemote
+	cache *contentcache.Cache
+}
+
+// mountDisk mounts the remote directory dir with the disk cache in
+// cacheDir (opened afresh: what a new daemon finds there).
+func mountDisk(t *testing.T, dir, cacheDir string, mode cache.Mode) *diskMount {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	c, err := contentcache.Open(contentcache.Options{Dir: cacheDir, MaxSize: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOpts()
+	o.Mode, o.Content, o.ContentID = mode, c, "test-host"
+	tm := &testMount{dir: dir, mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
+	o.Logger = slog.New(slog.NewTextHandler(tm.logs, nil))
+	hook := &hookRemote{}
+	srv, err := Mount(tm.mnt, namespace.Single(hook.wrap(newRemote(t, dir))), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
+	if err != nil {
+		c.Close()
+		t.Fatalf("Mount: %v", err)
+	}
+	tm.srv = srv
+	m := &diskMount{testMount: tm, hook: hook, cache: c}
+	t.Cleanup(func() {
+		if m.srv != nil {
+			m.close(t)
+		}
+	})
+	return m
+}
+
+func (m *diskMount) close(t *testing.T) {
+	t.Helper()
+	m.unmount(t)
+	m.srv = nil
+	if err := m.cache.Close(); err != nil {
+		t.Errorf("closing the disk cache: %v", err)
+	}
+	if t.Failed() {
+		t.Logf("filesystem log:\n%s", m.logs)
+	}
+}
+
+// writeOld writes a file on the server with an mtime an hour ago, older
+// than any racy window.
+func writeOld(t *testing.T, p string, data []byte, age time.Duration) {
+	t.Helper()
+	mustWrite(t, p, data)
+	old := time.Now().Add(-age)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func randomBytes(n int, seed int64) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
+}
+
+func readAll(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A file read once is read from local disk by the next mount: no open, no
+// read reaches the server.
+func TestDiskCacheServesNextMount(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	want := randomBytes(3<<20+12345, 1) // several blocks and a partial one
+	writeOld(t, filepath.Join(dir, "f"), want, time.Hour)
+	writeOld(t, filepath.Join(dir, "empty"), nil, time.Hour)
+
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, want) {
+		t.Fatal("first read differs from the server's file")
+	}
+	readAll(t, m.path("empty"))
+	m.close(t)
+
+	m = mountDisk(t, dir, cacheDir, cache.Auto)
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, want) {
+		t.Fatal("read from the disk cache differs from the server's file")
+	}
+	if got := readAll(t, m.path("empty")); len(got) != 0 {
+		t.Fatalf("empty file read %d bytes", len(got))
+	}
+	if o, r := m.hook.opens.Load(), m.hook.reads.Load(); o != 0 || r != 0 {
+		t.Errorf("second mount: %d opens and %d reads reached the server, want none", o, r)
+	}
+}
+
+// A new version on the server (another mtime) is read from the server,
+// even with the same size.
+func TestDiskCacheReadsNewVersion(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	p := filepath.Join(dir, "f")
+	writeOld(t, p, []byte("version one"), time.Hour)
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	readAll(t, m.path("f"))
+	m.close(t)
+
+	writeOld(t, p, []byte("version two"), 30*time.Minute)
+	m = mountDisk(t, dir, cacheDir, cache.Auto)
+	if got := string(readAll(t, m.path("f"))); got != "version two" {
+		t.Fatalf("read %q, want the server's new version", got)
+	}
+	if m.hook.reads.Load() == 0 {
+		t.Error("the new version was not read from the server")
+	}
+}
+
+// Files modified within the racy window are neither stored nor served:
+// another write in the same second, keeping the size, would keep the
+// version.
+func TestDiskCacheSkipsRacyFiles(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	mustWrite(t, filepath.Join(dir, "f"), []byte("fresh"))
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	readAll(t, m.path("f"))
+	m.close(t)
+
+	m = mountDisk(t, dir, cacheDir, cache.Auto)
+	readAll(t, m.path("f"))
+	if m.hook.reads.Load() == 0 {
+		t.Error("a file modified just now was served from the disk cache")
+	}
+}
+
+// What the mount writes drops the cached versions of the path, even when
+// the new content ends with the size and mtime of a cached version.
+func TestDiskCacheForgetsWrites(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	p := filepath.Join(dir, "f")
+	writeOld(t, p, []byte("old content"), time.Hour)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	readAll(t, m.path("f"))
+	if err := os.WriteFile(m.path("f"), []byte("new content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(m.path("f"), st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	m.close(t)
+
+	m = mountDisk(t, dir, cacheDir, cache.Auto)
+	if got := string(readAll(t, m.path("f"))); got != "new content" {
+		t.Fatalf("read %q after the mount rewrote the file, want %q", got, "new content")
+	}
+}
+
+// A file that shrinks on the server while open is read as the server has
+// it: blocks beyond its new end are not stored for the old version.
+func TestDiskCacheFileShrinksWhileOpen(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	p := filepath.Join(dir, "f")
+	data := randomBytes(3<<20, 2)
+	writeOld(t, p, data, time.Hour)
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	f, err := os.Open(m.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Truncate(p, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	n, err := f.ReadAt(buf, 2<<20)
+	if n != 0 || err != io.EOF {
+		t.Errorf("read past the server's new end: %d bytes, %v; want 0, EOF", n, err)
+	}
+	n, err = f.ReadAt(buf, 0)
+	if err != nil || !bytes.Equal(buf[:n], data[:1<<20]) {
+		t.Errorf("read of the remaining part: %d bytes, %v", n, err)
+	}
+}
+
+// Coherence modes at open: strict asks the server for every open; auto
+// trusts attributes within attr_timeout.
+func TestDiskCacheModesAtOpen(t *testing.T) {
+	for _, c := range []struct {
+		mode  cache.Mode
+		extra bool // each open costs a stat
+	}{{cache.Auto, false}, {cache.Strict, true}, {cache.Immutable, false}} {
+		t.Run(c.mode.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			writeOld(t, filepath.Join(dir, "f"), []byte("content"), time.Hour)
+			m := mountDisk(t, dir, t.TempDir(), c.mode)
+			readAll(t, m.path("f"))
+			before := m.hook.lstats.Load() + m.hook.stats.Load()
+			const opens = 5
+			for range opens {
+				readAll(t, m.path("f"))
+			}
+			got := m.hook.lstats.Load() + m.hook.stats.Load() - before
+			if c.extra && got < opens || !c.extra && got != 0 {
+				t.Errorf("%d opens asked for attributes %d times", opens, got)
+			}
+		})
+	}
+}
+
+// Concurrent readers of a file not cached yet all read the right bytes,
+// and each block is fetched from the server about once.
+func TestDiskCacheConcurrentReaders(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	want := randomBytes(8<<20, 3)
+	writeOld(t, filepath.Join(dir, "f"), want, time.Hour)
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := os.Open(m.path("f"))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			r := rand.New(rand.NewSource(int64(i)))
+			buf := make([]byte, 256<<10)
+			for range 40 {
+				off := r.Int63n(int64(len(want)))
+				n, err := f.ReadAt(buf, off)
+				if err != nil && err != io.EOF {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(buf[:n], want[off:off+int64(n)]) {
+					errs <- io.ErrUnexpectedEOF
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent reader: %v", err)
+	}
+	m.close(t)
+	m = mountDisk(t, dir, cacheDir, cache.Auto)
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, want) {
+		t.Fatal("content differs after concurrent fills")
+	}
+}

@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/testenv"
+)
+
+// crashTree writes files of varied sizes, a few of several blocks, dated
+// an hour ago (files modified within the last seconds are not cached);
+// it returns their names and the bytes they hold.
+func crashTree(t *testing.T, root string, seed int64) ([]string, int64) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
+	old := time.Now().Add(-time.Hour)
+	var names []string
+	var total int64
+	for i := range 120 {
+		size := r.Intn(300 << 10)
+		if i%40 == 0 {
+			size = 6<<20 + r.Intn(1<<20)
+		}
+		data := make([]byte, size)
+		r.Read(data)
+		name := filepath.Join(fmt.Sprintf("d%d", i%6), fmt.Sprintf("f%03d", i))
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		total += int64(size)
+	}
+	return names, total
+}
+
+// The daemon killed with SIGKILL while it fills the disk cache, again and
+// again: the next mount reads every file exactly as the server has it,
+// and once everything was read through it, serves it all from disk.
+func TestDiskCacheSurvivesKill(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	names, total := crashTree(t, filepath.Join(h.Dir, "tree"), 7)
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	spec := mountSpec{opts: []string{"cache_dir=" + cacheDir}}
+	m := mount(t, h, spec)
+	r := rand.New(rand.NewSource(11))
+	for round := range 4 {
+		reader := exec.Command(binary(t), "warm", "--content", "--jobs", "8", m.Path("tree"))
+		if err := reader.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(50+r.Intn(400)) * time.Millisecond)
+		pid := m.daemonPID()
+		if pid == 0 {
+			reader.Wait()
+			t.Fatalf("round %d: no daemon serving %s", round, m.Dir)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if !waitExit(pid, 5*time.Second) {
+			t.Fatalf("daemon %d still runs 5s after SIGKILL", pid)
+		}
+		reader.Wait()
+		if out, err := exec.Command("fusermount3", "-u", m.Dir).CombinedOutput(); err != nil {
+			t.Fatalf("fusermount3 -u: %v: %s", err, out)
+		}
+		m.start(t)
+	}
+	for pass, wantServed := range []bool{true, false} {
+		before := hostBytesRead(t, m.Dir)
+		for _, n := range names {
+			want, err := os.ReadFile(filepath.Join(h.Dir, "tree", n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(m.Path("tree", n))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("pass %d: %s: %d bytes, %v; want the server's %d bytes", pass, n, len(got), err, len(want))
+			}
+		}
+		served := hostBytesRead(t, m.Dir) - before
+		if !wantServed && served != 0 {
+			t.Errorf("after every file was read once, a new mount read %d of %d bytes from the server", served, total)
+		}
+		m.unmount(t)
+		m.start(t)
+	}
+}
