@@ -58,8 +58,18 @@ func writable(flags uint32) bool {
 
 // Open opens the remote file, or defers that to the first read (lazy.go);
 // the data the kernel cached from a previous open is kept when size and
-// mtime have not changed since.
+// mtime have not changed since. A read-only handle has nothing to flush:
+// the kernel is told not to send FLUSH at each close(2) of it (a round
+// trip per file that tools such as grep open).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	fh, fl, errno := n.open(ctx, flags)
+	if errno == 0 && !writable(flags) {
+		fl |= fuse.FOPEN_NOFLUSH
+	}
+	return fh, fl, errno
+}
+
+func (n *node) open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if writable(flags) {
 		if errno := n.fsys.readOnly(); errno != 0 {
 			return nil, 0, errno

@@ -54,6 +54,48 @@ func TestXattrAskedOnce(t *testing.T) {
 	}
 }
 
+// A read-only descriptor has nothing to flush: its close(2) costs no
+// FLUSH request. A writable one's close still flushes, which reports write
+// errors.
+func TestFlushOnlyWritable(t *testing.T) {
+	dir, mnt := t.TempDir(), t.TempDir()
+	fsys := newFilesys(namespace.Single(newRemote(t, dir)), defaultOpts())
+	o := fsys.fsOptions(MountOptions{FsName: "test", Subtype: "sshfsm", Debug: true})
+	var debug testenv.LogBuffer
+	o.MountOptions.Logger = log.New(&debug, "", 0)
+	srv, err := fs.Mount(mnt, fsys.root, o)
+	if err != nil {
+		t.Fatalf("Mount: %v", err)
+	}
+	tm := &testMount{dir: dir, mnt: mnt, srv: srv, logs: &testenv.LogBuffer{}}
+	t.Cleanup(func() { tm.unmount(t) })
+	mustWrite(t, tm.path("f"), []byte("x"))
+	flushes := func() int { return strings.Count(debug.String(), ": FLUSH ") }
+	before := flushes()
+	for range 3 {
+		f, err := os.Open(tm.path("f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := flushes() - before; n != 0 {
+		t.Errorf("closing 3 read-only descriptors sent %d FLUSH requests, want none", n)
+	}
+	f, err := os.OpenFile(tm.path("f"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := flushes() - before; n != 1 {
+		t.Errorf("closing a writable descriptor sent %d FLUSH requests, want 1", n)
+	}
+}
+
 // TestErrnos checks the errno of each failing operation.
 func TestErrnos(t *testing.T) {
 	tm := mountWith(t, defaultOpts(), nil)
