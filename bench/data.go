@@ -67,6 +67,11 @@ func prepareData(ctx context.Context, e *env) error {
 		}
 		e.note("high-latency tree: first %d files of %s, committed to git; RTT %v added by internal/netproxy", n, src, c.rtt)
 	}
+	if c.groups["cache"] {
+		if err := prepareCacheData(ctx, e, src); err != nil {
+			return err
+		}
+	}
 	if c.groups["rss"] {
 		if err := wideTree(e.dir(manyDir), c.entries); err != nil {
 			return err

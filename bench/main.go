@@ -55,7 +55,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.smallFiles, "small-files", 2000, "files in the tree used at high latency")
 	replicaMiB := flag.Int64("replica-mib", 0, "size of each file read in the replica workload in MiB (default 64, -quick 16)")
 	flag.Float64Var(&c.replicaRate, "replica-rate", 50, "rate cap per replica gateway in MB/s")
-	groups := flag.String("groups", "fio,meta,rtt,rss,replica,union", "workload groups to run")
+	groups := flag.String("groups", "fio,meta,rtt,cache,rss,replica,union", "workload groups to run")
 	tools := flag.String("tools", "sshfs-default,sshfs-tuned,sshfsm,local", "tools to run")
 	flag.StringVar(&c.sshfsmBin, "sshfsm", "", "sshfsm binary (default: build ./cmd/sshfsm)")
 	flag.StringVar(&c.out, "out", "", "results directory (default bench/results/<date>[-quick])")
@@ -142,6 +142,7 @@ func run(ctx context.Context, c *config) error {
 		{"fio", runFio},
 		{"meta", runMeta},
 		{"rtt", runRTT},
+		{"cache", runCache},
 		{"rss", runRSS},
 		{"replica", runReplica},
 		{"union", runUnion},

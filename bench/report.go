@@ -98,7 +98,7 @@ func (r *results) verdict(w *workload) (goal, pass string) {
 		return goal, yesNo(better(w, me.med, tg.limit))
 	}
 	refName := map[string]string{sshfsDefault: "sshfs default", sshfsTuned: "sshfs tuned", bestSSHFS: "best sshfs",
-		replicaOneKey: "one replica", unionOneKey: "one host"}[tg.ref]
+		replicaOneKey: "one replica", unionOneKey: "one host", localKey: "local disk"}[tg.ref]
 	goal = fmt.Sprintf("%s %g× %s", word, tg.limit, refName)
 	if tg.worst > 0 {
 		goal += fmt.Sprintf("; worst ≥ %g× median", tg.worst)

@@ -55,6 +55,7 @@ var workloads = []*workload{
 	wSeqWrite, wSeqRead, wRandWrite, wRandRead,
 	wFindCold, wFindWarm, wLsCold, wLsWarm, wGitCold, wGitWarm, wGrepCold, wGrepWarm,
 	wRTTSeqRead, wRTTSeqReadBuf, wRTTFind, wRTTGit,
+	wCacheGitFirst, wCacheGitRemount, wCacheFindRemnt, wCacheGrepSecond,
 	wWalk, wRSS, wHWM,
 	wReplicaRead, wUnionList, wUnionOverlap, wUnionRTT,
 }
