@@ -99,7 +99,7 @@ func TestOptions(t *testing.T) {
 		{[]string{"-o", "cache=yes"}, func(c *Config) any { return c.Cache.Mode }, "auto"},
 		{[]string{"-o", "cache=immutable"}, func(c *Config) any { return [2]any{c.Cache.Mode, c.Cache.AttrTimeout} }, [2]any{"immutable", 365 * 24 * time.Hour}},
 		{[]string{"-o", "cache=immutable,dcache_timeout=5"}, func(c *Config) any { return [2]any{c.Cache.NegativeTimeout, c.Cache.DirCacheTimeout} }, [2]any{365 * 24 * time.Hour, 5 * time.Second}},
-		{[]string{"-o", "cache=strict,nodisk_cache"}, func(c *Config) any { return [2]any{c.Cache.Mode, c.Cache.Disk} }, [2]any{"strict", false}},
+		{[]string{"-o", "cache=strict,nodisk_cache"}, func(c *Config) any { return [3]any{c.Cache.Mode, c.Cache.Disk, c.Cache.AttrTimeout} }, [3]any{"strict", false, time.Duration(0)}},
 		{[]string{"-o", "cache_dir=/c,cache_max_size=512M"}, func(c *Config) any { return [2]any{c.Cache.Dir, c.Cache.MaxSize} }, [2]any{"/c", int64(512 << 20)}},
 		{[]string{"-o", "cache_max_size=1234"}, func(c *Config) any { return c.Cache.MaxSize }, int64(1234)},
 		{[]string{"-o", "cache_max_size=2t"}, func(c *Config) any { return c.Cache.MaxSize }, int64(2 << 40)},

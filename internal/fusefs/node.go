@@ -229,8 +229,12 @@ func (n *node) getattr(ctx context.Context, fh fs.FileHandle) (remote.Attr, sysc
 	f := h.opened()
 	var a remote.Attr
 	var err error
+	// In strict mode a file's attributes always come from the server:
+	// the kernel asks for them before reads (attr_timeout is 0), and a
+	// size it had wrong would cut or pad what it reads.
+	strict := n.fsys.opts.Mode == cache.Strict && n.StableAttr().Mode == syscall.S_IFREG
 	switch {
-	case linked && !n.writing():
+	case linked && !n.writing() && !strict:
 		a, err = n.fsys.statPath(ctx, p)
 	case f != nil:
 		a, err = f.Stat(ctx)
