@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand"
@@ -30,8 +31,13 @@ type diskMount struct {
 // cacheDir (opened afresh: what a new daemon finds there).
 func mountDisk(t *testing.T, dir, cacheDir string, mode cache.Mode) *diskMount {
 	t.Helper()
+	return mountDiskMax(t, dir, cacheDir, mode, 1<<30)
+}
+
+func mountDiskMax(t *testing.T, dir, cacheDir string, mode cache.Mode, maxSize int64) *diskMount {
+	t.Helper()
 	testenv.RequireFUSE(t)
-	c, err := contentcache.Open(contentcache.Options{Dir: cacheDir, MaxSize: 1 << 30})
+	c, err := contentcache.Open(contentcache.Options{Dir: cacheDir, MaxSize: maxSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,5 +285,34 @@ func TestDiskCacheConcurrentReaders(t *testing.T) {
 	m = mountDisk(t, dir, cacheDir, cache.Auto)
 	if got := readAll(t, m.path("f")); !bytes.Equal(got, want) {
 		t.Fatal("content differs after concurrent fills")
+	}
+}
+
+// A disk cache much smaller than what is read keeps evicting; every read
+// still returns the server's bytes, and the cache stays near its limit.
+func TestDiskCacheEvictionKeepsCorrectness(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	const files, size, limit = 24, 512 << 10, 2 << 20
+	want := make([][]byte, files)
+	for i := range files {
+		want[i] = randomBytes(size, int64(100+i))
+		writeOld(t, filepath.Join(dir, fmt.Sprint("f", i)), want[i], time.Hour)
+	}
+	for round := range 3 {
+		m := mountDiskMax(t, dir, cacheDir, cache.Auto, limit)
+		for i := range files {
+			if got := readAll(t, m.path(fmt.Sprint("f", i))); !bytes.Equal(got, want[i]) {
+				t.Fatalf("round %d: f%d differs from the server's file", round, i)
+			}
+		}
+		// Eviction runs beside the fills: give it a moment to catch up.
+		deadline := time.Now().Add(5 * time.Second)
+		for m.cache.Stats().Bytes > 2*limit && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if b := m.cache.Stats().Bytes; b > 2*limit {
+			t.Errorf("round %d: the cache holds %d bytes, limit %d", round, b, limit)
+		}
+		m.close(t)
 	}
 }
