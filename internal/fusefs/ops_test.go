@@ -19,22 +19,30 @@ import (
 	"sshfsm/internal/testenv"
 )
 
-// ls -l asks for each file's ACL. The first attribute request, whatever
-// its name, tells the kernel to stop asking: one request per mount, not
-// one per file. Without ACLs the kernel answers ENODATA for them, and
-// EOPNOTSUPP for other names.
-func TestXattrAskedOnce(t *testing.T) {
+// mountDebug mounts a fresh remote directory with go-fuse's request log,
+// to count the requests the kernel sends.
+func mountDebug(t *testing.T) (*testMount, *testenv.LogBuffer) {
+	t.Helper()
 	dir, mnt := t.TempDir(), t.TempDir()
 	fsys := newFilesys(namespace.Single(newRemote(t, dir)), defaultOpts())
 	o := fsys.fsOptions(MountOptions{FsName: "test", Subtype: "sshfsm", Debug: true})
-	var debug testenv.LogBuffer
-	o.MountOptions.Logger = log.New(&debug, "", 0)
+	debug := &testenv.LogBuffer{}
+	o.MountOptions.Logger = log.New(debug, "", 0)
 	srv, err := fs.Mount(mnt, fsys.root, o)
 	if err != nil {
 		t.Fatalf("Mount: %v", err)
 	}
 	tm := &testMount{dir: dir, mnt: mnt, srv: srv, logs: &testenv.LogBuffer{}}
 	t.Cleanup(func() { tm.unmount(t) })
+	return tm, debug
+}
+
+// ls -l asks for each file's ACL. The first attribute request, whatever
+// its name, tells the kernel to stop asking: one request per mount, not
+// one per file. Without ACLs the kernel answers ENODATA for them, and
+// EOPNOTSUPP for other names.
+func TestXattrAskedOnce(t *testing.T) {
+	tm, debug := mountDebug(t)
 	buf := make([]byte, 64)
 	for i := range 3 {
 		p := tm.path(fmt.Sprint("f", i))
@@ -58,17 +66,7 @@ func TestXattrAskedOnce(t *testing.T) {
 // FLUSH request. A writable one's close still flushes, which reports write
 // errors.
 func TestFlushOnlyWritable(t *testing.T) {
-	dir, mnt := t.TempDir(), t.TempDir()
-	fsys := newFilesys(namespace.Single(newRemote(t, dir)), defaultOpts())
-	o := fsys.fsOptions(MountOptions{FsName: "test", Subtype: "sshfsm", Debug: true})
-	var debug testenv.LogBuffer
-	o.MountOptions.Logger = log.New(&debug, "", 0)
-	srv, err := fs.Mount(mnt, fsys.root, o)
-	if err != nil {
-		t.Fatalf("Mount: %v", err)
-	}
-	tm := &testMount{dir: dir, mnt: mnt, srv: srv, logs: &testenv.LogBuffer{}}
-	t.Cleanup(func() { tm.unmount(t) })
+	tm, debug := mountDebug(t)
 	mustWrite(t, tm.path("f"), []byte("x"))
 	flushes := func() int { return strings.Count(debug.String(), ": FLUSH ") }
 	before := flushes()
