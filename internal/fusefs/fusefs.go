@@ -60,6 +60,8 @@ type Options struct {
 	// finds what earlier ones stored.
 	Content   *contentcache.Cache
 	ContentID string
+	// Xattr serves the mount's own extended attributes (xattr.go).
+	Xattr bool
 }
 
 // MountOptions are passed to the kernel at mount time.
@@ -94,6 +96,8 @@ type filesys struct {
 	notes *notifier
 	// fills are the disk cache's fetches in progress (content.go).
 	fills fills
+	// pt hands verified cached files to the kernel (passthrough.go).
+	pt passthrough
 }
 
 // Mount mounts ns at mountpoint and serves it until the returned server is
@@ -120,6 +124,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	if err := raiseReadahead(mountpoint, fo.MaxReadAhead>>10); err != nil {
 		fsys.log.Debug("readahead left at the kernel default", "err", err)
 	}
+	fsys.pt.probe(server, o)
 	fsys.watchHealth(server)
 	fsys.followChanges(server)
 	fsys.persistUntilUnmount(server)
@@ -206,9 +211,11 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 			MaxReadAhead:     maxWrite,
 			DirectMount:      true,
 			DirectMountFlags: flags,
-			// IgnoreSecurityLabels stays off: Getxattr answers every
-			// name with ENOSYS (misc.go), ACLs and capabilities
-			// included, and the kernel stops asking.
+			// Without Xattr, Getxattr answers every name with ENOSYS
+			// (misc.go), ACLs and capabilities included, and the kernel
+			// stops asking. With it, go-fuse answers those ENODATA
+			// itself: the kernel still asks once per file (ls -l).
+			IgnoreSecurityLabels: f.opts.Xattr,
 			// Asynchronous direct I/O keeps several O_DIRECT requests of
 			// one file in flight (fio, databases); without it the kernel
 			// sends them one at a time, one round trip each.

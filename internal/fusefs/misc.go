@@ -15,17 +15,24 @@ var (
 	_ = (fs.NodeRemovexattrer)((*node)(nil))
 )
 
-// SFTP has no extended attributes. Reading them answers ENOSYS, which the
-// kernel remembers for the mount and turns into EOPNOTSUPP (ENODATA for
-// ACLs: none) for every later call without asking again: ls -l asks for
-// each file's ACL otherwise.
+// SFTP has no extended attributes. Without Options.Xattr, reading them
+// answers ENOSYS, which the kernel remembers for the mount and turns into
+// EOPNOTSUPP (ENODATA for ACLs: none) for every later call without asking
+// again: ls -l asks for each file's ACL otherwise. With it, the mount's
+// own attributes are served (xattr.go).
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENOSYS
+	if !n.fsys.opts.Xattr {
+		return 0, syscall.ENOSYS
+	}
+	return n.getxattr(ctx, attr, dest)
 }
 
 func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENOSYS
+	if !n.fsys.opts.Xattr {
+		return 0, syscall.ENOSYS
+	}
+	return n.listxattr(dest)
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {

@@ -1,0 +1,39 @@
+package namespace
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"sshfsm/internal/remote"
+)
+
+// Serving returns the branch's remote that serves p (as given to Single,
+// NewUnion or NewGraft) and p relative to it: in a union the branch of
+// the copy shown, below a graft the graft's. Callers use it for what only
+// the branch can do, such as running a command on its host.
+func Serving(ctx context.Context, ns Namespace, p string) (remote.Remote, string, error) {
+	switch n := ns.(type) {
+	case single:
+		return n.Remote, p, nil
+	case *union:
+		w, _, err := n.find(ctx, p)
+		if err != nil {
+			return nil, "", err
+		}
+		return n.br[w].Remote, p, nil
+	case *graft:
+		if p == "" {
+			if n.base == nil {
+				return nil, "", fmt.Errorf("serving the root of grafts: %w", fs.ErrNotExist)
+			}
+			return Serving(ctx, n.base, p)
+		}
+		sub, rest, err := n.at("serving", p)
+		if err != nil {
+			return nil, "", err
+		}
+		return Serving(ctx, sub, rest)
+	}
+	return ns, p, nil
+}
