@@ -199,33 +199,58 @@ func (h *Host) execArgv(command string) ([]string, error) {
 // error, and when it writes nothing for Options.Timeout (the link is
 // presumed dead). Exec returns once the local ssh process has exited.
 func (h *Host) Exec(ctx context.Context, command string, read func(io.Reader) error) error {
+	return h.runCommand(ctx, command, commandOpts{kind: "exec", idle: h.o.Timeout}, read)
+}
+
+// commandOpts are what tell Exec and Stream apart.
+type commandOpts struct {
+	kind    string        // the request counter it counts in
+	idle    time.Duration // silence on standard output that kills it
+	stdin   bool          // standard input held open until the output is read
+	errLine func(string)  // receives each line of standard error; may be nil
+}
+
+// runCommand runs command over the host's connection, hands its standard
+// output to read and returns once the local ssh process has exited.
+func (h *Host) runCommand(ctx context.Context, command string, o commandOpts, read func(io.Reader) error) error {
 	argv, err := h.execArgv(command)
 	if err != nil {
 		return err
 	}
+	var inR, inW *os.File // nil without stdin: /dev/null
+	if o.stdin {
+		if inR, inW, err = os.Pipe(); err != nil {
+			return err
+		}
+		defer inW.Close()
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		closeAll(inR)
 		return err
 	}
 	defer outR.Close()
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		closeAll(outW)
+		closeAll(inR, outW)
 		return err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if inR != nil {
+		cmd.Stdin = inR
+	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
-	closeAll(outW, errW)
+	closeAll(inR, outW, errW)
 	if err != nil {
 		errR.Close()
 		return fmt.Errorf("%s: exec: %w", h.o.Host, err)
 	}
-	h.reqs.add("exec")
+	h.reqs.add(o.kind)
 	r := &runningCmd{cmd: cmd, exited: make(chan struct{}),
-		out:  &idleReader{f: outR, idle: h.o.Timeout},
-		errs: &stderrTail{done: make(chan struct{})}}
+		out:  &idleReader{f: outR, idle: o.idle},
+		errs: &stderrTail{done: make(chan struct{}), sink: o.errLine}}
 	go r.errs.consume(errR)
 	go func() {
 		r.err = cmd.Wait()
@@ -239,6 +264,9 @@ func (h *Host) Exec(ctx context.Context, command string, read func(io.Reader) er
 	go r.watch(ctx, h.ctx)
 	if rerr := read(r.out); rerr != nil {
 		r.kill(rerr)
+	}
+	if inW != nil {
+		inW.Close() // end of file on the remote standard input: the command stops
 	}
 	outR.Close() // a command still writing gets EPIPE
 	<-r.exited

@@ -2,12 +2,7 @@ package transport
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"syscall"
-	"time"
 )
 
 // A watcher on the server (internal/watch) is a remote command that runs
@@ -34,54 +29,5 @@ const streamIdle = 1 << 62
 // command. Stream returns once the local ssh process has exited, with the
 // same errors as Exec (*ExecError for a command that exited non-zero).
 func (h *Host) Stream(ctx context.Context, command string, out func(io.Reader) error, errLine func(string)) error {
-	argv, err := h.execArgv(command)
-	if err != nil {
-		return err
-	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		return err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW, outR, outW)
-		return err
-	}
-	defer closeAll(inW, outR)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	closeAll(inR, outW, errW)
-	if err != nil {
-		errR.Close()
-		return fmt.Errorf("%s: exec: %w", h.o.Host, err)
-	}
-	h.reqs.add("watch")
-	r := &runningCmd{cmd: cmd, exited: make(chan struct{}),
-		out:  &idleReader{f: outR, idle: streamIdle},
-		errs: &stderrTail{done: make(chan struct{}), sink: errLine}}
-	go r.errs.consume(errR)
-	go func() {
-		r.err = cmd.Wait()
-		select { // the master may hold our stderr a little longer
-		case <-r.errs.done:
-		case <-time.After(time.Second):
-		}
-		errR.Close()
-		close(r.exited)
-	}()
-	go r.watch(ctx, h.ctx)
-	if rerr := out(r.out); rerr != nil {
-		r.kill(rerr)
-	}
-	inW.Close()  // end of file on the remote standard input: the command stops
-	outR.Close() // a command still writing gets EPIPE
-	<-r.exited
-	return h.execResult(r)
+	return h.runCommand(ctx, command, commandOpts{kind: "watch", idle: streamIdle, stdin: true, errLine: errLine}, out)
 }
