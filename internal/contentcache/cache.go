@@ -121,7 +121,7 @@ func Open(o Options) (*Cache, error) {
 	if c.touchEvery == 0 {
 		c.touchEvery = time.Minute
 	}
-	for _, d := range []string{"", entriesDir, objectsDir, tmpDir, trashDir} {
+	for _, d := range []string{"", entriesDir, objectsDir, smallDir, tmpDir, trashDir} {
 		if err := os.MkdirAll(filepath.Join(c.root, d), 0o700); err != nil {
 			return nil, fmt.Errorf("content cache: %w", err)
 		}
@@ -241,7 +241,7 @@ func (c *Cache) Forget(host, path string) {
 		s.mu.Unlock()
 		s.fillMu.Unlock()
 	}
-	if err := c.remove(c.pathDir(hp)); err != nil {
+	if err := errors.Join(c.remove(c.pathDir(hp)), c.forgetSmall(hp)); err != nil {
 		c.log.Warn("content cache: forget", "host", host, "path", path, "err", err)
 	}
 }

@@ -30,7 +30,7 @@ func (e *Entry) SetDigest(sum [32]byte) {
 		return
 	case kind == digestComputed && f != nil:
 		s.c.log.Warn("content cache: stored content differs from the digest the remote gives; dropped", "dir", s.dir)
-		if err := s.c.removeIf(s.dir, f.dirIno); err != nil {
+		if err := s.c.removeEntry(s, f); err != nil {
 			s.c.logErr("content cache", err)
 		}
 		s.attach(nil, nil, digestNone, [32]byte{})
@@ -39,7 +39,7 @@ func (e *Entry) SetDigest(sum [32]byte) {
 	s.digest, s.digestOf = sum, digestTrusted
 	f = s.files
 	s.mu.Unlock()
-	if f != nil {
+	if f != nil && !s.small {
 		if _, err := f.r.WriteAt(encodeDigest(digestTrusted, sum), digestOff); err != nil {
 			s.c.log.Warn("content cache: write digest", "file", f.r.Name(), "err", err)
 		}
@@ -70,6 +70,9 @@ func (c *Cache) ByDigest(sum [32]byte, k Key) (*Entry, bool) {
 // linkObject makes s's directory another name of the stored copy of the
 // content whose digest is sum, and reports whether s is then complete.
 func (c *Cache) linkObject(s *state, sum [32]byte) bool {
+	if s.small {
+		return c.linkSmallObject(s, sum)
+	}
 	o, _, err := c.openPair(c.objectDir(sum), s.size)
 	if err != nil {
 		if !errors.Is(err, errNotExist) && !errors.Is(err, errBroken) {

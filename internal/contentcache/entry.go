@@ -87,7 +87,7 @@ func (s *state) lookup(b0, b1 int64) (f *pair, allVerified bool, missing int64) 
 // readVerified reads blocks already checked in this process straight into
 // want. A short read means the file was cut behind our back.
 func (s *state) readVerified(f *pair, want []byte, off, b0, b1 int64) (bool, error) {
-	n, err := f.d.ReadAt(want, off)
+	n, err := f.readData(want, off)
 	if n == len(want) {
 		return true, nil
 	}
@@ -144,7 +144,7 @@ func (s *state) checkBlock(f *pair, i int64, crc uint32, use func([]byte)) (bool
 	bp := s.c.getBlock()
 	defer blockPool.Put(bp)
 	blk := (*bp)[:s.blockLen(i)]
-	n, err := f.d.ReadAt(blk, i*s.c.bs)
+	n, err := f.readData(blk, i*s.c.bs)
 	if err != nil && !isEOF(err) {
 		return false, fmt.Errorf("read %s: %w", f.d.Name(), err)
 	}
@@ -224,6 +224,9 @@ func (e *Entry) Fill(data []byte, off int64) error {
 	defer s.fillMu.Unlock()
 	if s.isDead() {
 		return nil
+	}
+	if s.small {
+		return s.fillSmall(data)
 	}
 	return s.fillLocked(data, off, end)
 }

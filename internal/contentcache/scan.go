@@ -3,6 +3,7 @@ package contentcache
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -60,7 +61,17 @@ func (c *Cache) scan() scanResult {
 	o := filepath.Join(c.root, objectsDir)
 	r.each(unix.AT_FDCWD, o, func(ofd int, xx string) {
 		r.each(ofd, xx, func(xfd int, name string) {
-			c.scanDir(&res, xfd, name, o+"/"+xx, false)
+			if strings.HasSuffix(name, smallSuffix) {
+				c.scanFile(&res, xfd, name, o+"/"+xx, false)
+			} else {
+				c.scanDir(&res, xfd, name, o+"/"+xx, false)
+			}
+		})
+	})
+	s := filepath.Join(c.root, smallDir)
+	r.each(unix.AT_FDCWD, s, func(sfd int, xx string) {
+		r.each(sfd, xx, func(xfd int, name string) {
+			c.scanFile(&res, xfd, name, s+"/"+xx, true)
 		})
 	})
 	c.sweep(tmpDir, staleTmp)
@@ -79,6 +90,10 @@ func (c *Cache) scanDir(res *scanResult, pfd int, name, ppath string, entry bool
 		}
 		return
 	}
+	if d.Size <= c.bs && c.oldSmall(pfd, name) {
+		_ = c.remove(ppath + "/" + name)
+		return
+	}
 	g := res.groups[d.Ino]
 	if g == nil {
 		// The record's size is estimated from the data's rather than
@@ -93,6 +108,42 @@ func (c *Cache) scanDir(res *scanResult, pfd int, name, ppath string, entry bool
 		g.keys++
 		res.entries++
 	}
+}
+
+// scanFile adds the small file name under parent (descriptor pfd, path
+// ppath), an entry or a stored copy, to its group.
+func (c *Cache) scanFile(res *scanResult, pfd int, name, ppath string, entry bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	g := res.groups[st.Ino]
+	if g == nil {
+		g = &group{ino: st.Ino, size: st.Blocks * 512, used: st.Mtim.Nano()}
+		res.groups[st.Ino] = g
+		res.total += g.size
+	}
+	g.dirs = append(g.dirs, ppath+"/"+name)
+	if entry {
+		g.keys++
+		res.entries++
+	}
+}
+
+// oldSmall reports whether the entry directory name under pfd holds
+// content of at most one block: the layout before small files, which
+// this version never reads. Only directories whose data file is that
+// short are asked, so this costs a read per entry once.
+func (c *Cache) oldSmall(pfd int, name string) bool {
+	fd, err := unix.Openat(pfd, name+"/r", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	b := make([]byte, recordLen)
+	n, _ := unix.Pread(fd, b, headerOff)
+	h, ok := decodeHeader(b[:max(n, 0)])
+	return ok && h.size <= h.bs
 }
 
 // sweep removes what sub holds that is older than age.

@@ -20,6 +20,7 @@ type state struct {
 	dir    string
 	size   int64
 	nblk   int64
+	small  bool          // at most one block: one file at dir (small.go)
 	ready  chan struct{} // closed once loaded; loadErr is then set
 	refs   int           // guarded by c.mu
 	queued bool          // c.mu: the hasher holds one of refs
@@ -63,11 +64,15 @@ func (s *state) blockLen(i int64) int64 { return min(s.c.bs, s.size-i*s.c.bs) }
 
 func (c *Cache) newState(id string, size int64) *state {
 	n := (size + c.bs - 1) / c.bs
-	return &state{
-		c: c, id: id, dir: c.entryDir(id), size: size, nblk: n,
+	s := &state{
+		c: c, id: id, dir: c.entryDir(id), size: size, nblk: n, small: c.isSmall(size),
 		ready: make(chan struct{}),
 		crcs:  make([]uint32, n), known: newBitset(n), present: newBitset(n), verified: newBitset(n),
 	}
+	if s.small {
+		s.dir = c.smallPath(id)
+	}
+	return s
 }
 
 // load reads the entry from disk, if there is one. A damaged one is
@@ -81,6 +86,9 @@ func (s *state) load() error {
 // reload (fillMu held) makes the state describe what s.dir holds now,
 // retiring the files used so far.
 func (s *state) reload() error {
+	if s.small {
+		return s.reloadSmall()
+	}
 	p, _, err := s.c.openPair(s.dir, s.size)
 	if errors.Is(err, errBroken) {
 		s.c.log.Warn("content cache: removing a damaged entry", "dir", s.dir)
@@ -194,6 +202,9 @@ func (s *state) current() bool {
 // refresh reads the slots of blocks [b0, b1] again: another process using
 // the same files may have filled some.
 func (s *state) refresh(p *pair, b0, b1 int64) {
+	if s.small {
+		return // never written again
+	}
 	buf := make([]byte, (b1-b0+1)*slotLen)
 	n, err := p.r.ReadAt(buf, slotsOff+b0*slotLen)
 	if err != nil && !isEOF(err) {
@@ -247,6 +258,13 @@ func (s *state) drop(p *pair, i int64) {
 		level = slog.LevelWarn
 	}
 	s.c.log.Log(context.Background(), level, "content cache: a block failed its check; dropped", "dir", s.dir, "block", i)
+	if s.small {
+		// Its only block is bad: the file goes, and a Fill makes a new one.
+		if err := s.c.removeFileIf(s.dir, p.dirIno); err != nil {
+			s.c.logErr("content cache", err)
+		}
+		return
+	}
 	slot := make([]byte, slotLen)
 	putSlot(slot, i, crc, s.blockLen(i), slotDropped)
 	_, _ = p.r.WriteAt(slot, slotsOff+i*slotLen)
@@ -274,10 +292,18 @@ func (s *state) discard(f *pair) {
 	if !cur {
 		return
 	}
-	if err := s.c.removeIf(s.dir, f.dirIno); err != nil {
+	if err := s.c.removeEntry(s, f); err != nil {
 		s.c.logErr("content cache", err)
 	}
 	s.attach(nil, nil, digestNone, [32]byte{})
+}
+
+// removeEntry removes s's directory, or small file, if it is still f.
+func (c *Cache) removeEntry(s *state, f *pair) error {
+	if s.small {
+		return c.removeFileIf(s.dir, f.dirIno)
+	}
+	return c.removeIf(s.dir, f.dirIno)
 }
 
 // closeFiles is called once no Entry uses the state any more.

@@ -35,11 +35,19 @@ type pair struct {
 	dMtime int64 // unix nanoseconds, when opened
 	alloc  int64 // bytes allocated to both files, as last seen (fillMu of its state)
 	r, d   *os.File
+	off    int64 // where the content starts in d: 0, or smallHdrLen for a small file (r == d)
 }
 
 func (p *pair) close() {
 	_ = p.r.Close()
-	_ = p.d.Close()
+	if p.d != p.r {
+		_ = p.d.Close()
+	}
+}
+
+// readData reads content bytes at off.
+func (p *pair) readData(b []byte, off int64) (int, error) {
+	return p.d.ReadAt(b, off+p.off)
 }
 
 // openPair opens the entry or object directory dir. errNotExist: there is

@@ -18,6 +18,9 @@ import (
 // or invalidated meanwhile (unlinked files stay readable).
 func (e *Entry) Verified() (f *os.File, ok bool) {
 	s := e.s
+	if s.small {
+		return s.verifiedSmall()
+	}
 	if s.nblk == 0 && !s.isDead() {
 		// An empty file has nothing to verify but needs a file to hand out.
 		s.fillMu.Lock()
@@ -80,6 +83,9 @@ func (s *state) markerValid(p *pair) bool {
 // boot. The caller saw them all verified; a block dropped since clears
 // the marker again, and Verified always also requires every block present.
 func (s *state) writeMarker(p *pair) {
+	if s.small {
+		return // its check is not kept across processes
+	}
 	if _, err := p.r.WriteAt(encodeMarker(s.c.boot, s.size), markerOff); err != nil {
 		s.c.log.Warn("content cache: write marker", "file", p.r.Name(), "err", err)
 		return
@@ -168,7 +174,7 @@ func (s *state) finished() bool {
 // the background hasher, which holds a reference on it meanwhile.
 func (c *Cache) queueHash(s *state) {
 	s.mu.Lock()
-	want := !s.dead && !s.hashing && s.files != nil && s.nblk > 0 &&
+	want := !s.dead && !s.hashing && !s.small && s.files != nil && s.nblk > 0 &&
 		s.nPresent == s.nblk && s.digestOf != digestComputed
 	if want {
 		s.hashing = true
