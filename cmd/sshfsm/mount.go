@@ -187,6 +187,7 @@ func fsOptions(cfg *config.Config, ids fusefs.IDMapper, log *slog.Logger) fusefs
 		PrefetchDepth:     cfg.Cache.PrefetchDepth,
 		KernelCache:       cfg.FUSE.KernelCache,
 		DirectIO:          cfg.FUSE.DirectIO,
+		Xattr:             cfg.FUSE.Xattr,
 		ReadOnly:          cfg.FUSE.ReadOnly,
 		UID:               cfg.FUSE.UID,
 		GID:               cfg.FUSE.GID,

@@ -143,6 +143,7 @@ type FUSE struct {
 	KernelCache        bool
 	DirectIO           bool
 	MaxWrite           int
+	Xattr              bool
 }
 
 // Cache configures how long the kernel and sshfsm trust what they saw.

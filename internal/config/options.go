@@ -105,6 +105,8 @@ func mountOptions() []Option {
 			func(c *Config) { c.FUSE.KernelCache = true }),
 		flagOpt("direct_io", s, "Bypass the kernel page cache: every read and write goes to the server.",
 			func(c *Config) { c.FUSE.DirectIO = true }),
+		flagOpt("xattr", s, "Serve the extended attributes user.sshfsm.sha256 (the SHA-256 of a file's content, from the disk cache, sha256sum on the server or by reading the file) and user.sshfsm.host (the host serving it). Off by default: with it, the kernel asks for each file's ACL during ls -l.",
+			func(c *Config) { c.FUSE.Xattr = true }),
 		intOpt("max_write", "BYTES", "1048576", s, 4096, 1<<20, "Largest write the kernel sends in one request.",
 			func(c *Config, n int) { c.FUSE.MaxWrite = n }),
 		flagOpt("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
