@@ -32,6 +32,9 @@ type handle struct {
 	// nil when reads go to the server; ck names that version.
 	ce *contentcache.Entry
 	ck versionKey
+	// io is the kernel's I/O mode the handle is counted under
+	// (passthrough.go); guarded by filesys.pt.mu once the handle is made.
+	io ioMode
 }
 
 var (
@@ -62,14 +65,22 @@ func writable(flags uint32) bool {
 // the kernel is told not to send FLUSH at each close(2) of it (a round
 // trip per file that tools such as grep open).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	fh, fl, errno := n.open(ctx, flags)
-	if errno == 0 && !writable(flags) {
+	m, errno := n.fsys.pt.enter(n, flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	h, fl, errno := n.open(ctx, flags)
+	if errno != 0 {
+		n.fsys.pt.leave(n, m)
+		return nil, 0, errno
+	}
+	if !writable(flags) {
 		fl |= fuse.FOPEN_NOFLUSH
 	}
-	return fh, fl, errno
+	return n.fsys.pt.wrap(h, m), fl, 0
 }
 
-func (n *node) open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall.Errno) {
 	if writable(flags) {
 		if errno := n.fsys.readOnly(); errno != 0 {
 			return nil, 0, errno
@@ -280,6 +291,7 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.mu.Unlock()
 	h.n.dropLazy(h)
 	h.dropCache()
+	h.n.fsys.pt.release(h)
 	if h.w == nil {
 		if f != nil {
 			go h.n.fsys.closeRemote(f)

@@ -96,6 +96,8 @@ type filesys struct {
 	notes *notifier
 	// fills are the disk cache's fetches in progress (content.go).
 	fills fills
+	// pt hands verified cached files to the kernel (passthrough.go).
+	pt passthrough
 }
 
 // Mount mounts ns at mountpoint and serves it until the returned server is
@@ -122,6 +124,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	if err := raiseReadahead(mountpoint, fo.MaxReadAhead>>10); err != nil {
 		fsys.log.Debug("readahead left at the kernel default", "err", err)
 	}
+	fsys.pt.probe(server, o)
 	fsys.watchHealth(server)
 	fsys.followChanges(server)
 	fsys.persistUntilUnmount(server)
