@@ -1,7 +1,6 @@
 package fusefs
 
 import (
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -147,7 +146,7 @@ func (n *notifier) run(done <-chan struct{}) {
 
 // invalidate drops what the kernel may hold of the names of c.
 func (f *filesys) invalidate(c cache.Change) {
-	dir := f.inodeAt(c.Dir)
+	dir := f.knownInode(c.Dir)
 	if dir == nil {
 		return // the kernel holds nothing below a directory it does not know
 	}
@@ -161,23 +160,15 @@ func (f *filesys) invalidate(c cache.Change) {
 			dir.NotifyEntry(nc.Name) // a negative entry, if any
 		case nc.Exists && fileType(nc.Attr) == ch.StableAttr().Mode:
 			ch.NotifyContent(0, 0)
-		case dir.NotifyDelete(nc.Name, ch) != 0:
+		// A file gone is deleted from the kernel. Not a directory: the
+		// kernel marks it dead, and one made again under the name gets
+		// the same inode number (watch.go does the same).
+		case !nc.Exists && !ch.IsDir() && dir.NotifyDelete(nc.Name, ch) == 0:
+		default:
+			ch.NotifyContent(0, 0)
 			dir.NotifyEntry(nc.Name)
 		}
 	}
 	f.log.Debug("revalidation changed a listing", "dir", c.Dir, "names", len(c.Names))
 }
 
-// inodeAt returns the inode of directory p if the tree holds it.
-func (f *filesys) inodeAt(p string) *fs.Inode {
-	in := &f.root.Inode
-	if p == "" {
-		return in
-	}
-	for _, name := range strings.Split(p, "/") {
-		if in = in.GetChild(name); in == nil {
-			return nil
-		}
-	}
-	return in
-}
