@@ -25,6 +25,9 @@ func newWorkload(n, distinct int) *workload {
 	for i := range n {
 		seed := i % distinct
 		size := int64(seed*3+1)*bs + int64(seed*37)
+		if seed%3 == 0 {
+			size = 1 + int64(seed)*371 // small: one file (small.go)
+		}
 		w.keys = append(w.keys, testKey(fmt.Sprint("w", i), size))
 		w.srcs = append(w.srcs, source(fmt.Sprint("content", seed), size))
 	}
