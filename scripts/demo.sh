@@ -108,7 +108,8 @@ TXT
 mount_demo() {
 	local d1=$1 d2=$2 err
 	mkdir -p "$MNT"
-	if ! err=$(./sshfsm -F "$STATE/ssh_config" "host1:$d1" "host2:$d2" "logs=host2:$d2/notes/logs" "$MNT" 2>&1); then
+	# The demo's disk cache lives in its state directory, removed on stop.
+	if ! err=$(./sshfsm -F "$STATE/ssh_config" -o cache_dir="$STATE/cache" "host1:$d1" "host2:$d2" "logs=host2:$d2/notes/logs" "$MNT" 2>&1); then
 		die "mounting failed: $err"
 	fi
 	is_mounted "$MNT" || die "sshfsm exited without mounting $MNT: $err"
