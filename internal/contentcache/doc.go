@@ -11,7 +11,9 @@
 //	                      of a hash of (P, size, mtime, block size)
 //	o/<xx>/<S>-<b>/r, d   the stored copy of content whose SHA-256 is S,
 //	                      in blocks of 2^b bytes (dedup)
-//	tmp/                  directories being built
+//	s/<xx>/<P>-<V>        a small entry: content of at most one block
+//	o/<xx>/<S>.s          the stored copy of small content
+//	tmp/                  directories and small files being built
 //	trash/                directories being removed
 //
 // No remote name appears in the layout; a Key always maps to the same
@@ -31,6 +33,17 @@
 // the block had. The record describes only content, never a Key, so
 // entries of the same content may share one r and one d.
 //
+// A small entry is one file: a 64-byte header (magic, format, content
+// size, CRC-32C and SHA-256 of the content, its own CRC-32C) and the
+// content after it. Fill writes it whole under tmp, with the digest it
+// computes from the bytes in hand, and renames it into place; it is
+// never written again. Small files thus cost one inode and their data's
+// blocks, and no background hashing; an empty file stores nothing. Forget
+// finds a path's small entries by their name's prefix. (Measured on 10 000 files of Go's
+// source tree, 10 KiB on average, on ext4: 28.4 KiB of disk per entry
+// before, 12.6 KiB after.) Entries of the earlier layout whose content
+// fits in one block are never read: the scan removes them.
+//
 // # Rules that keep it safe
 //
 //  1. A block is returned by ReadAt only after the block, read whole from d,
@@ -40,6 +53,10 @@
 //     dropped (slot marked dropped, marker cleared): the caller fetches it
 //     again. Its slot was itself written intact or it is absent. The
 //     chance that wrong bytes match a CRC-32C is 2^-32 per damaged block.
+//     A small file is checked the same way: its only block against the
+//     CRC in its header, which itself matches its own CRC or the file
+//     reads as absent, as does a file of another length. One that fails
+//     is removed (by inode) instead of having its slot dropped.
 //  2. An entry's r and d are opened through one descriptor of their
 //     directory, and a directory is only ever created whole (built in tmp,
 //     renamed into place) and removed whole (renamed into trash, then
@@ -65,7 +82,8 @@
 //     after a reboot, data that had not reached the disk when power was
 //     cut may be gone, so VerifyAll must read and check every block again.
 //     Verified also requires every slot present and d exactly the content
-//     size.
+//     size. A small entry keeps no marker: Verified checks its block and
+//     hands out a copy of it in an unlinked file of its own.
 //
 // Nothing on the hot path calls fsync. A power cut can cost the blocks,
 // slots and directories not yet on disk, which are fetched again; never
@@ -75,7 +93,12 @@
 //
 // # Dedup
 //
-// When an entry becomes complete, a background job reads it (checking
+// A small entry is hashed at Fill. If the stored copy of that digest holds
+// the same bytes (compared, not only hashed), the entry becomes another
+// name of it; otherwise the new file is installed and published as the
+// stored copy, replacing one that is damaged.
+//
+// When a larger entry becomes complete, a background job reads it (checking
 // every block), computes its SHA-256 and records it. If no stored copy of
 // that content exists, the entry's pair becomes it (hard links in o/). If
 // one does and it is checked good during this boot, the entry's directory
