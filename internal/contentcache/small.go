@@ -327,7 +327,7 @@ func (c *Cache) forgetSmall(hp string) error {
 // cannot be handed to the kernel as it is.
 func (s *state) verifiedSmall() (*os.File, bool) {
 	s.mu.Lock()
-	p := s.files
+	p, copied := s.files, s.copied
 	ok := !s.dead && (s.nblk == 0 || p != nil && s.present.has(0))
 	var crc uint32
 	if s.nblk > 0 {
@@ -337,13 +337,21 @@ func (s *state) verifiedSmall() (*os.File, bool) {
 	if !ok {
 		return nil, false
 	}
+	if copied != nil {
+		return s.reopen(&pair{d: copied})
+	}
 	f, err := os.CreateTemp(filepath.Join(s.c.root, tmpDir), "v")
 	if err != nil {
 		s.c.logErr("content cache", err)
 		return nil, false
 	}
-	defer f.Close()
 	_ = os.Remove(f.Name())
+	keep := false
+	defer func() {
+		if !keep {
+			_ = f.Close()
+		}
+	}()
 	if s.nblk > 0 {
 		var werr error
 		ok, err = s.checkBlock(p, 0, crc, func(b []byte) { _, werr = f.Write(b) })
@@ -357,6 +365,13 @@ func (s *state) verifiedSmall() (*os.File, bool) {
 			return nil, false
 		}
 	}
+	// Kept for the next opens while the entry is held, unless its files
+	// changed meanwhile.
+	s.mu.Lock()
+	if s.files == p && s.copied == nil && !s.dead {
+		s.copied, keep = f, true
+	}
+	s.mu.Unlock()
 	return s.reopen(&pair{d: f})
 }
 

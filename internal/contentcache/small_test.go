@@ -74,6 +74,16 @@ func TestSmallLayout(t *testing.T) {
 	if err != nil || !bytes.Equal(got, src) {
 		t.Errorf("Verified file of a small entry: %d bytes, %v", len(got), err)
 	}
+	// A second open gets the same checked copy, as a file of its own.
+	f2, ok := e.Verified()
+	if !ok {
+		t.Fatal("small entry not Verified a second time")
+	}
+	got, err = io.ReadAll(f2)
+	_ = f2.Close()
+	if err != nil || !bytes.Equal(got, src) {
+		t.Errorf("second Verified file of a small entry: %d bytes, %v", len(got), err)
+	}
 
 	c2 := openCache(t, dir, nil)
 	<-c2.scanned

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -35,8 +36,9 @@ type state struct {
 	// mu guards the fields below. It is never held across disk I/O, so
 	// readers of present blocks do not wait on each other or on a Fill.
 	mu        sync.Mutex
-	files     *pair   // nil until the entry exists on disk
-	retired   []*pair // replaced files, closed at the last Release (reads may still use them)
+	files     *pair    // nil until the entry exists on disk
+	retired   []*pair  // replaced files, closed at the last Release (reads may still use them)
+	copied    *os.File // small entries: the checked copy of files' content Verified hands out
 	crcs      []uint32
 	known     bitset // crcs holds the block's CRC: present, or dropped
 	present   bitset // the slot says the block is there
@@ -128,6 +130,10 @@ func (s *state) attach(p *pair, slots []byte, kind uint32, sum [32]byte) {
 	defer s.mu.Unlock()
 	if s.files != nil {
 		s.retired = append(s.retired, s.files)
+	}
+	if s.copied != nil {
+		s.retired = append(s.retired, &pair{r: s.copied, d: s.copied})
+		s.copied = nil
 	}
 	s.files = p
 	s.marked = false
@@ -318,6 +324,10 @@ func (s *state) closeFiles() {
 		p.close()
 	}
 	s.retired = nil
+	if s.copied != nil {
+		_ = s.copied.Close()
+		s.copied = nil
+	}
 }
 
 // touch records a use of the entry as the mtime of its data file, which
