@@ -138,14 +138,21 @@ func (h *handle) readCached(ctx context.Context, e *contentcache.Entry, dest []b
 	if n, ok, err := e.ReadAt(dest, off); ok {
 		return cachedResult(dest, n, err)
 	}
-	for _, r := range e.Missing(off, int64(len(dest))) {
-		if err := h.fetch(ctx, e, r); err != nil {
+	missing := e.Missing(off, int64(len(dest)))
+	for _, r := range missing {
+		data, err := h.fetch(ctx, e, r)
+		if err != nil {
 			if errors.Is(err, errChanged) {
 				h.n.fsys.log.Info("file changed on the server while open; reading it uncached", "err", err)
 				h.dropCache()
 				return nil, false, 0
 			}
 			return nil, false, h.n.fsys.toErrno(err)
+		}
+		// The read was all missing (the usual first read): answer from
+		// what was fetched, not by reading back what was just stored.
+		if len(missing) == 1 && data != nil && r.Off <= off && r.Off+r.Len >= min(off+int64(len(dest)), h.ck.size) {
+			return fuse.ReadResultData(dest[:copy(dest, data[min(off-r.Off, int64(len(data))):])]), true, 0
 		}
 	}
 	if n, ok, err := e.ReadAt(dest, off); ok {
@@ -165,35 +172,36 @@ func cachedResult(dest []byte, n int, err error) (fuse.ReadResult, bool, syscall
 var errChanged = errors.New("file size changed")
 
 // fetch reads the byte range r of the file from the server and stores
-// it in e. Reads of the same range of the same version wait for one
-// fetch; if it fails for a reason of its own (its reader was interrupted,
-// say), they fetch themselves.
-func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcache.Range) error {
+// it in e, returning the bytes. Reads of the same range of the same
+// version wait for one fetch (and get no bytes: they read the entry); if
+// it fails for a reason of its own (its reader was interrupted, say),
+// they fetch themselves.
+func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, error) {
 	p, _ := h.n.path()
 	k := fillKey{p, h.ck, r.Off}
 	for range 2 {
 		fl, first := h.n.fsys.fills.start(k)
 		if first {
-			err := h.fetchRange(ctx, e, r)
+			data, err := h.fetchRange(ctx, e, r)
 			h.n.fsys.fills.end(k, fl, err)
-			return err
+			return data, err
 		}
 		select {
 		case <-fl.done:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		if fl.err == nil || errors.Is(fl.err, errChanged) {
-			return fl.err
+			return nil, fl.err
 		}
 	}
 	return h.fetchRange(ctx, e, r)
 }
 
-func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r contentcache.Range) error {
+func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, error) {
 	f, err := h.file(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	buf := make([]byte, r.Len)
 	got := 0
@@ -204,20 +212,20 @@ func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r conten
 			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// A version's blocks are all there up to its size: a short read
 	// means the file shrank.
 	if got < len(buf) {
-		return fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
+		return nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
 	}
 	if err := e.Fill(buf, r.Off); err != nil {
-		// The disk cache is best effort: the data still answers the read
-		// through ReadAt's miss, from the server.
+		// The disk cache is best effort: the bytes fetched answer the
+		// read, or the server does.
 		h.n.fsys.log.Warn("disk cache fill", "err", err)
 	}
-	return nil
+	return buf, nil
 }
 
 // cached returns the handle's disk cache entry, nil if it has none.

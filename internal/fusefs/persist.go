@@ -171,4 +171,3 @@ func (f *filesys) invalidate(c cache.Change) {
 	}
 	f.log.Debug("revalidation changed a listing", "dir", c.Dir, "names", len(c.Names))
 }
-
