@@ -225,7 +225,7 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 
 func (n *node) getattr(ctx context.Context, fh fs.FileHandle) (remote.Attr, syscall.Errno) {
 	p, linked := n.path()
-	h, _ := fh.(*handle)
+	h := handleOf(fh)
 	f := h.opened()
 	var a remote.Attr
 	var err error

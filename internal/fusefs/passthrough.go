@@ -168,6 +168,17 @@ type ptHandle struct {
 	vf *os.File // the verified data file handed to the kernel, nil if none
 }
 
+// handleOf is the handle behind a file handle the kernel passed back.
+func handleOf(fh fs.FileHandle) *handle {
+	switch h := fh.(type) {
+	case *handle:
+		return h
+	case *ptHandle:
+		return h.handle
+	}
+	return nil
+}
+
 var (
 	_ = (fs.FilePassthroughFder)((*ptHandle)(nil))
 	_ = (fs.FileReader)((*ptHandle)(nil))

@@ -24,7 +24,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if n.StableAttr().Mode == syscall.S_IFLNK {
 		return syscall.EOPNOTSUPP
 	}
-	h, _ := fh.(*handle)
+	h := handleOf(fh)
 	p, linked := n.path()
 	if h == nil && !linked {
 		return syscall.ENOENT
