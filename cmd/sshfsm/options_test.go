@@ -417,7 +417,9 @@ func sshChildren(pid int) int {
 func TestOptionMaxConns(t *testing.T) {
 	h, ssh := sshHost(t)
 	for i := range 8 {
-		writeFile(t, filepath.Join(h.Dir, "f"+strconv.Itoa(i)), strings.Repeat("z", 1<<16), 0o644)
+		// 1 MiB: a read of several packets is split over channels, which
+		// asks for more of them (they open on demand).
+		writeFile(t, filepath.Join(h.Dir, "f"+strconv.Itoa(i)), strings.Repeat("z", 1<<20), 0o644)
 	}
 	for _, n := range []int{1, 4} {
 		mnt := mountWith(t, h.Alias+":"+h.Dir, append(ssh, "-o", "nodisk_cache,max_conns="+strconv.Itoa(n))...)
@@ -425,7 +427,7 @@ func TestOptionMaxConns(t *testing.T) {
 		for i := range 8 {
 			go func() {
 				b, err := os.ReadFile(filepath.Join(mnt, "f"+strconv.Itoa(i)))
-				if err == nil && len(b) != 1<<16 {
+				if err == nil && len(b) != 1<<20 {
 					err = errors.New("short read")
 				}
 				errs <- err

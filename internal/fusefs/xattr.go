@@ -5,13 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"strings"
 	"syscall"
 
 	"sshfsm/internal/contentcache"
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
-	"sshfsm/internal/replica"
 	"sshfsm/internal/transport"
 )
 
@@ -209,7 +207,7 @@ func (n *node) streamDigest(ctx context.Context, p string) (sum [32]byte, errno 
 }
 
 // hostName names the host serving the node: for a replica set, its
-// members.
+// members (replica.Set is a hostNamer).
 func (n *node) hostName(ctx context.Context) (string, syscall.Errno) {
 	p, ok := n.path()
 	if !ok {
@@ -222,12 +220,6 @@ func (n *node) hostName(ctx context.Context) (string, syscall.Errno) {
 	switch r := r.(type) {
 	case hostNamer:
 		return r.HostName(), 0
-	case *replica.Set:
-		var names []string
-		for _, m := range r.Stats() {
-			names = append(names, m.Name)
-		}
-		return strings.Join(names, ","), 0
 	case interface{ Host() *transport.Host }: // redial: once connected
 		if h := r.Host(); h != nil {
 			if hn, ok := h.Remote().(hostNamer); ok {

@@ -1,6 +1,9 @@
 package replica
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // MemberStats describes one member for status displays.
 type MemberStats struct {
@@ -42,4 +45,13 @@ func (s *Set) Stats() []MemberStats {
 		})
 	}
 	return out
+}
+
+// HostName names the set by its members, in order, comma-separated.
+func (s *Set) HostName() string {
+	names := make([]string, len(s.members))
+	for i, m := range s.Stats() {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ",")
 }
