@@ -36,6 +36,12 @@ func mountDisk(t *testing.T, dir, cacheDir string, mode cache.Mode) *diskMount {
 
 func mountDiskMax(t *testing.T, dir, cacheDir string, mode cache.Mode, maxSize int64) *diskMount {
 	t.Helper()
+	return mountDiskWith(t, dir, cacheDir, mode, maxSize, nil)
+}
+
+// mountDiskWith is mountDiskMax with tweak applied to the options.
+func mountDiskWith(t *testing.T, dir, cacheDir string, mode cache.Mode, maxSize int64, tweak func(*Options)) *diskMount {
+	t.Helper()
 	testenv.RequireFUSE(t)
 	c, err := contentcache.Open(contentcache.Options{Dir: cacheDir, MaxSize: maxSize})
 	if err != nil {
@@ -43,6 +49,9 @@ func mountDiskMax(t *testing.T, dir, cacheDir string, mode cache.Mode, maxSize i
 	}
 	o := defaultOpts()
 	o.Mode, o.Content, o.ContentID = mode, c, "test-host"
+	if tweak != nil {
+		tweak(&o)
+	}
 	tm := &testMount{dir: dir, mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	o.Logger = slog.New(slog.NewTextHandler(tm.logs, nil))
 	hook := &hookRemote{}
@@ -238,6 +247,47 @@ func TestDiskCacheModesAtOpen(t *testing.T) {
 				t.Errorf("%d opens asked for attributes %d times", opens, got)
 			}
 		})
+	}
+}
+
+// A change pushed from the server (the watcher) reaches opens served
+// from the disk cache: the first open after the change was applied reads
+// the new contents of a file rewritten on the server with the same size,
+// in every mode, although the attributes the mount holds are within their
+// timeout (immutable: kept for the life of the mount). Nothing else asks
+// for the file's attributes in between (a stat would refresh them).
+func TestDiskCacheFollowsPushedChanges(t *testing.T) {
+	kinds := map[string]namespace.ChangeKind{"data": namespace.ChangeData, "created": namespace.ChangeCreated, "attr": namespace.ChangeAttr}
+	for kindName, kind := range kinds {
+		for _, mode := range []cache.Mode{cache.Auto, cache.Strict, cache.Immutable} {
+			t.Run(mode.String()+"/"+kindName, func(t *testing.T) {
+				dir := t.TempDir()
+				p := filepath.Join(dir, "f")
+				writeOld(t, p, []byte("old contents"), time.Hour)
+				changes := make(chan []namespace.Change) // unbuffered: a send is taken once the batch before it is applied
+				m := mountDiskWith(t, dir, t.TempDir(), mode, 1<<30, func(o *Options) { o.Changes = changes })
+				f, err := os.Open(m.path("f"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(f) // no fstat: ReadFile's would ask for attributes
+				f.Close()
+				if err != nil || string(b) != "old contents" {
+					t.Fatalf("first read: %q, %v", b, err)
+				}
+				writeOld(t, p, []byte("new contents"), 30*time.Minute) // not racy: cacheable too
+				changes <- []namespace.Change{{Path: "f", Kind: kind}}
+				changes <- nil // taken once the change above is applied
+				if f, err = os.Open(m.path("f")); err != nil {
+					t.Fatal(err)
+				}
+				b, err = io.ReadAll(f)
+				f.Close()
+				if err != nil || string(b) != "new contents" {
+					t.Fatalf("first open after the pushed change reads %q, %v", b, err)
+				}
+			})
+		}
 	}
 }
 

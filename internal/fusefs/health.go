@@ -96,7 +96,7 @@ func (f *filesys) refreshBelow(ctx context.Context, in *fs.Inode, p string) (int
 		if ctx.Err() != nil {
 			return 0, 0
 		}
-		in.NotifyContent(0, 0)
+		changedOnServer(in, false)
 	}
 	jobs := make(chan knownDir)
 	var wg sync.WaitGroup

@@ -208,6 +208,25 @@ func (n *node) remember(a remote.Attr) {
 	n.mu.Unlock()
 }
 
+// changedOnServer handles word from the server (a pushed change, a
+// revalidated listing) that in's file changed: the node's remembered
+// attributes stop counting as fresh, so that the next open asks the
+// server instead of choosing a cached version by them (contentVersion,
+// freshAttr), and the kernel drops its attributes and, unless attrsOnly,
+// its cached data. Nothing of ours may be locked: it notifies the kernel.
+func changedOnServer(in *fs.Inode, attrsOnly bool) {
+	if n, ok := in.Operations().(*node); ok {
+		n.mu.Lock()
+		n.lastAt = time.Time{}
+		n.mu.Unlock()
+	}
+	if attrsOnly {
+		in.NotifyContent(-1, 0)
+	} else {
+		in.NotifyContent(0, 0)
+	}
+}
+
 // Getattr prefers the open handle (it works after unlink), then the
 // parent's cached listing, then asks the remote.
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

@@ -159,13 +159,13 @@ func (f *filesys) invalidate(c cache.Change) {
 		case ch == nil:
 			dir.NotifyEntry(nc.Name) // a negative entry, if any
 		case nc.Exists && fileType(nc.Attr) == ch.StableAttr().Mode:
-			ch.NotifyContent(0, 0)
+			changedOnServer(ch, false)
 		// A file gone is deleted from the kernel. Not a directory: the
 		// kernel marks it dead, and one made again under the name gets
 		// the same inode number (watch.go does the same).
 		case !nc.Exists && !ch.IsDir() && dir.NotifyDelete(nc.Name, ch) == 0:
 		default:
-			ch.NotifyContent(0, 0)
+			changedOnServer(ch, false)
 			dir.NotifyEntry(nc.Name)
 		}
 	}

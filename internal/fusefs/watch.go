@@ -114,12 +114,12 @@ func (f *filesys) changedName(c namespace.Change) *fs.Inode {
 	switch c.Kind {
 	case namespace.ChangeAttr:
 		if child != nil {
-			child.NotifyContent(-1, 0) // attributes only
+			changedOnServer(child, true)
 		}
 		return nil
 	case namespace.ChangeData:
 		if child != nil {
-			child.NotifyContent(0, 0)
+			changedOnServer(child, false)
 		}
 		return nil
 	}
@@ -136,13 +136,13 @@ func (f *filesys) changedName(c namespace.Change) *fs.Inode {
 		// same inode again. What the kernel holds below it goes.
 		inodes, _ := f.known(child, c.Path)
 		for _, in := range inodes {
-			in.NotifyContent(0, 0)
+			changedOnServer(in, false)
 		}
 	case c.Kind == namespace.ChangeRemoved && !child.IsDir():
 		parent.NotifyDelete(name, child)
 	default:
 		// Another file under the name, or a directory gone.
-		child.NotifyContent(0, 0)
+		changedOnServer(child, false)
 		parent.NotifyEntry(name)
 	}
 	return parent
@@ -174,7 +174,7 @@ func (f *filesys) changedTree(p string, trees map[string]context.CancelFunc) *fs
 		return parent
 	}
 	if !in.IsDir() {
-		in.NotifyContent(0, 0)
+		changedOnServer(in, false)
 		return parent
 	}
 	if cancel := trees[p]; cancel != nil {
