@@ -66,10 +66,14 @@ type Cache struct {
 	now        func() time.Time
 	touchEvery time.Duration
 
-	// Lock order: state.fillMu, evictMu, mu, state.mu.
+	// Lock order: state.fillMu, evictMu, mu, state.mu; sizesMu is taken
+	// alone.
 	mu     sync.Mutex        // guards states, closed and each state's refs and queued; never held across I/O
 	states map[string]*state // entries some Entry holds, by id
 	closed bool
+
+	sizesMu sync.Mutex     // guards sizes
+	sizes   map[int64]bool // sizes of the stored copies larger than a block (MayHold)
 
 	evictMu    sync.Mutex // serialises scans and evictions (held across their I/O)
 	futileTill time.Time  // evictMu: an eviction just found nothing to remove; refuse without rescanning until then

@@ -128,11 +128,11 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 	o, _, err := c.openPair(obj, s.size)
 	switch {
 	case errors.Is(err, errNotExist):
-		c.publish(f, obj)
+		c.publish(f, obj, s.size)
 		return
 	case errors.Is(err, errBroken):
 		if err := c.removeIf(obj, o.dirIno); err == nil {
-			c.publish(f, obj)
+			c.publish(f, obj, s.size)
 		}
 		return
 	case err != nil:
@@ -145,7 +145,7 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 	}
 	if !c.objectGood(o, sum, s) {
 		if err := c.removeIf(obj, o.dirIno); err == nil {
-			c.publish(f, obj)
+			c.publish(f, obj, s.size)
 		}
 		return
 	}
@@ -162,15 +162,40 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 	}
 }
 
-// publish makes f the stored copy of its content, at obj.
-func (c *Cache) publish(f *pair, obj string) {
+// publish makes f, of size bytes, the stored copy of its content, at obj.
+func (c *Cache) publish(f *pair, obj string, size int64) {
 	tmp, err := c.linkedDir(f)
 	if err == nil {
 		_, err = c.install(tmp, obj, 0)
 	}
 	if err != nil {
 		c.logErr("content cache", err)
+		return
 	}
+	if size > c.bs {
+		c.sizesMu.Lock()
+		if c.sizes == nil {
+			c.sizes = map[int64]bool{}
+		}
+		c.sizes[size] = true
+		c.sizesMu.Unlock()
+	}
+}
+
+// MayHold reports whether a stored copy of content of exactly size
+// bytes, more than a block, may exist, as the last scan and this
+// process's stores since saw it (evictions by others are seen at the
+// next scan). Only then is it worth asking the server for the digest of
+// a file of that size the cache lacks: the digest may find the content
+// stored under another path (ByDigest) instead of fetching it. Content of
+// a block or less costs about as much to fetch as a digest to ask for.
+func (c *Cache) MayHold(size int64) bool {
+	if size <= c.bs {
+		return false
+	}
+	c.sizesMu.Lock()
+	defer c.sizesMu.Unlock()
+	return c.sizes[size]
 }
 
 // objectGood reports whether the stored copy o has digest sum, the same

@@ -57,6 +57,9 @@ func (c *Cache) evict(need int64) {
 	start := time.Now()
 	res := c.scan()
 	c.entries.Store(res.entries)
+	c.sizesMu.Lock()
+	c.sizes = res.sizes
+	c.sizesMu.Unlock()
 	total := res.total
 	avail, _, err := c.statfs(c.root)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sshfsm/internal/cache"
 	"sshfsm/internal/contentcache"
 	"sshfsm/internal/remote"
+	"sshfsm/internal/transport"
 )
 
 // File contents on local disk (Options.Content, package contentcache).
@@ -115,6 +116,9 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 	if e == nil {
 		return nil, 0, 0
 	}
+	if !e.Complete() && n.fsys.opts.Content.MayHold(int64(a.Size)) {
+		n.findStored(ctx, p, a)
+	}
 	h := &handle{n: n, ce: e, ck: contentKey(a)}
 	if !e.Complete() || !n.fsys.mayRead(a) {
 		f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
@@ -127,6 +131,24 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 		n.addLazy(h)
 	}
 	return h, n.openFlags(flags), 0
+}
+
+// findStored asks the server for the digest of version a of p, a file
+// the disk cache lacks although it stores content of that exact size: a
+// copy of a file it holds (another revision directory, a copy on another
+// host) is then served from the stored content, which learnDigest gives
+// to the version's entry, instead of being fetched. The file's bytes
+// never cross the link (sha256sum runs on the server). Hosts without
+// commands, and failures, leave the entry as it was.
+func (n *node) findStored(ctx context.Context, p string, a remote.Attr) {
+	sum, err := n.serverDigest(ctx, p)
+	if err != nil {
+		if !errors.Is(err, errNoDigester) && !errors.Is(err, transport.ErrNoExec) {
+			n.fsys.log.Debug("digest on the server failed", "path", p, "err", err)
+		}
+		return
+	}
+	n.fsys.learnDigest(ctx, p, a, sum)
 }
 
 // readCached answers a read from the disk cache entry e, fetching the

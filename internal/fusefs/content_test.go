@@ -366,3 +366,55 @@ func TestDiskCacheEvictionKeepsCorrectness(t *testing.T) {
 		m.close(t)
 	}
 }
+
+// A file the disk cache lacks whose content it stores under another path
+// (a copy in another revision directory) is served from the stored
+// content: the open asks the server for its digest, since content of
+// that exact size is stored, and sends no read. A file of the same size
+// and other content is fetched as usual; files of other sizes cost no
+// digest.
+func TestDiskCacheFindsCopyByDigest(t *testing.T) {
+	dir := t.TempDir()
+	big, other := randomBytes(3<<20+123, 7), randomBytes(3<<20+123, 8)
+	for _, d := range []string{"rev1", "rev2"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeOld(t, filepath.Join(dir, "rev1", "big"), big, time.Hour)
+	writeOld(t, filepath.Join(dir, "rev2", "big"), big, time.Hour)
+	writeOld(t, filepath.Join(dir, "rev2", "other"), other, time.Hour)
+	writeOld(t, filepath.Join(dir, "rev2", "longer"), randomBytes(3<<20+124, 9), time.Hour)
+	m, sr := mountXattr(t, dir, t.TempDir(), cache.Auto, true)
+	if !bytes.Equal(readAll(t, m.path("rev1/big")), big) {
+		t.Fatal("rev1/big differs")
+	}
+	// The stored copy is made in the background once the entry is complete.
+	for deadline := time.Now().Add(5 * time.Second); !m.cache.MayHold(int64(len(big))); {
+		if time.Now().After(deadline) {
+			t.Fatal("5 s after rev1/big was read, the cache holds no content of its size")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	reads := m.hook.reads.Load()
+	if !bytes.Equal(readAll(t, m.path("rev2/big")), big) {
+		t.Fatal("rev2/big differs")
+	}
+	if r := m.hook.reads.Load() - reads; r != 0 {
+		t.Errorf("a copy of stored content sent %d reads", r)
+	}
+	if n := sr.sums.Load(); n != 1 {
+		t.Errorf("%d digests asked of the server for one copy", n)
+	}
+	if !bytes.Equal(readAll(t, m.path("rev2/other")), other) {
+		t.Fatal("rev2/other (same size, other content) differs")
+	}
+	if m.hook.reads.Load() == reads {
+		t.Error("rev2/other was not read from the server")
+	}
+	sums := sr.sums.Load()
+	readAll(t, m.path("rev2/longer"))
+	if n := sr.sums.Load() - sums; n != 0 {
+		t.Errorf("a file of a size the cache does not store asked for %d digests", n)
+	}
+}
