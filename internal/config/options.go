@@ -161,7 +161,7 @@ func cacheOptions() []Option {
 			func(c *Config) { c.Cache.Disk = false }), "disk_cache"),
 		stringOpt("cache_dir", "DIR", "", s, "Directory of the disk cache (default: $XDG_CACHE_HOME/sshfsm, else ~/.cache/sshfsm).",
 			func(c *Config, v string) error { c.Cache.Dir = v; return nil }),
-		stringOpt("cache_max_size", "SIZE", "10G", s, "Most bytes of file contents the disk cache keeps, least recently used dropped first; K, M, G, T suffixes (powers of 1024). The cache also always leaves 5% of its filesystem free.",
+		stringOpt("cache_max_size", "SIZE", "10G", s, "Most bytes of file contents the disk cache keeps, least recently used dropped first; K, M, G, T suffixes (powers of 1024). The cache also always leaves 5% of its filesystem free (at most 10 GiB on a large one).",
 			func(c *Config, v string) error {
 				n, err := parseSize(v)
 				c.Cache.MaxSize = n
