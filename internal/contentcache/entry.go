@@ -271,6 +271,14 @@ func (s *state) fillLocked(data []byte, off, end int64) error {
 	f.alloc = alloc
 	s.c.touch(s, f, true)
 	if s.finished() {
+		// Every block was written or checked during this boot: a later
+		// process may hand the data file to the kernel at once (rule 4).
+		s.mu.Lock()
+		mark := s.files == f && s.nVerified == s.nblk && !s.marked
+		s.mu.Unlock()
+		if mark {
+			s.writeMarker(f)
+		}
 		s.c.queueHash(s)
 	}
 	return nil
