@@ -17,10 +17,7 @@ import (
 //     git status and was unmounted;
 //   - find on a remount, likewise after a find;
 //   - grep -r run a second time in the same mount.
-const (
-	cacheTree      = "cachetree"
-	cacheLocalTree = "cachetree-local" // below the work directory: the local reference's own copy
-)
+const cacheTree = "cachetree"
 
 var (
 	wCacheGitFirst   = &workload{id: "cache-git-first", title: "high RTT: git status, first mount", unit: "s", target: &target{ref: sshfsDefault, limit: 0.02}}
@@ -44,20 +41,23 @@ func runCache(ctx context.Context, e *env, r *results) error {
 			r.fail(t, wCacheGitFirst.id, err)
 		}
 	}
-	return nil
+	if err := runBuild(ctx, e, r); err != nil {
+		return err
+	}
+	return runCachedRead(ctx, e, r)
 }
 
 // cacheTool measures every cache workload with t, c.rttRepeats times.
 func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 	dir := e.dir(cacheTree)
 	if t.local {
-		dir = filepath.Join(e.work, cacheLocalTree)
+		dir = e.localCopy(cacheTree)
 	}
 	if err := restoreIndex(dir); err != nil {
 		return err
 	}
 	// Priming: git refreshes its index with the stat data t reports.
-	if _, err := e.cacheSession(ctx, t, dir, shGit); err != nil {
+	if _, err := e.cacheSession(ctx, t, cacheTree, shGit); err != nil {
 		return err
 	}
 	for rep := 1; rep <= e.c.rttRepeats; rep++ {
@@ -65,7 +65,7 @@ func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 			return ctx.Err()
 		}
 		dropCaches() // the disk cache too: a first mount finds nothing
-		first, err := e.cacheSession(ctx, t, dir, shGit)
+		first, err := e.cacheSession(ctx, t, cacheTree, shGit)
 		if err != nil {
 			return err
 		}
@@ -85,11 +85,11 @@ func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 		for _, s := range steps {
 			if s.fresh && !t.local {
 				dropCaches()
-				if _, err := e.cacheSession(ctx, t, dir, s.shs[0]); err != nil {
+				if _, err := e.cacheSession(ctx, t, cacheTree, s.shs[0]); err != nil {
 					return err
 				}
 			}
-			d, err := e.cacheSession(ctx, t, dir, s.shs...)
+			d, err := e.cacheSession(ctx, t, cacheTree, s.shs...)
 			if err != nil {
 				return err
 			}
@@ -100,18 +100,18 @@ func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 	return nil
 }
 
-// cacheSession mounts the tree's parent with t through the proxy, runs
-// each command in the tree and returns their times; the local reference
-// runs them in its own copy.
-func (e *env) cacheSession(ctx context.Context, t *tool, dir string, shs ...string) ([]float64, error) {
+// cacheSession mounts the served directory with t through the proxy,
+// runs each command in the data set sub and returns their times; the
+// local reference runs them in its own copy of sub.
+func (e *env) cacheSession(ctx context.Context, t *tool, sub string, shs ...string) ([]float64, error) {
 	m, err := doMount(ctx, t, e.cfg, e.rttAlias, e.host.Dir, e.mnt(t))
 	if err != nil {
 		return nil, err
 	}
 	defer unmount(m)
-	at := dir
+	at := e.localCopy(sub)
 	if !t.local {
-		at = filepath.Join(m.path, cacheTree)
+		at = filepath.Join(m.path, sub)
 	}
 	var out []float64
 	for _, sh := range shs {
@@ -127,7 +127,7 @@ func (e *env) cacheSession(ctx context.Context, t *tool, dir string, shs ...stri
 // prepareCacheData copies the tree twice: server-side, and a local copy
 // for the local reference, each committed to git.
 func prepareCacheData(ctx context.Context, e *env, src string) error {
-	for _, dir := range []string{e.dir(cacheTree), filepath.Join(e.work, cacheLocalTree)} {
+	for _, dir := range []string{e.dir(cacheTree), e.localCopy(cacheTree)} {
 		if _, err := copyTree(src, dir, e.c.smallFiles); err != nil {
 			return err
 		}
@@ -137,5 +137,8 @@ func prepareCacheData(ctx context.Context, e *env, src string) error {
 	}
 	e.note("cache: first %d files of %s, committed to git, server-side and in a local copy for the local reference; RTT %v; the disk cache is emptied before each first mount",
 		e.c.smallFiles, src, e.c.rtt)
-	return nil
+	if err := randomFile(filepath.Join(e.dir(fioDir), cachedFile), e.c.seqMiB<<20); err != nil {
+		return err
+	}
+	return prepareBuildData(ctx, e)
 }

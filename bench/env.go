@@ -76,6 +76,10 @@ func (e *env) note(format string, args ...any) {
 // dir returns the absolute server-side path of a data set.
 func (e *env) dir(name string) string { return filepath.Join(e.host.Dir, name) }
 
+// localCopy returns the local reference's own copy of a data set: below
+// the work directory, outside the served one.
+func (e *env) localCopy(name string) string { return filepath.Join(e.work, name+"-local") }
+
 // mnt returns the mount point used for tool t.
 func (e *env) mnt(t *tool) string { return filepath.Join(e.work, "mnt", t.key) }
 

@@ -131,13 +131,16 @@ func clearDiskCache() {
 // transportOnly is sshfsm without its disk cache: what the transport alone
 // does, for workloads that read the same data over and over (fio), which
 // the disk cache would then serve locally after the first pass.
-func transportOnly(t *tool) *tool {
+func transportOnly(t *tool) *tool { return sshfsmWith(t, "nodisk_cache") }
+
+// sshfsmWith is t mounting with -o opts when t is sshfsm, t otherwise.
+func sshfsmWith(t *tool, opts string) *tool {
 	if t.key != sshfsmKey {
 		return t
 	}
 	return &tool{key: t.key, name: t.name, argv: func(cfg, alias, dir, mnt string) []string {
 		argv := t.argv(cfg, alias, dir, mnt)
-		return append([]string{argv[0], "-o", "nodisk_cache"}, argv[1:]...)
+		return append([]string{argv[0], "-o", opts}, argv[1:]...)
 	}}
 }
 
@@ -246,10 +249,16 @@ func rssKiB(pid int) (rss, hwm int64, err error) {
 	return rss, hwm, nil
 }
 
-// dropCaches drops the page, dentry and inode caches when running as root
-// and reports whether it did.
+// dropCaches empties sshfsm's disk cache and drops the page, dentry and
+// inode caches when running as root; it reports whether it could.
 func dropCaches() bool {
 	clearDiskCache()
+	return dropPageCache()
+}
+
+// dropPageCache drops the page, dentry and inode caches when running as
+// root and reports whether it did; sshfsm's disk cache stays.
+func dropPageCache() bool {
 	if os.Geteuid() != 0 {
 		return false
 	}

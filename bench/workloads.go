@@ -56,6 +56,7 @@ var workloads = []*workload{
 	wFindCold, wFindWarm, wLsCold, wLsWarm, wGitCold, wGitWarm, wGrepCold, wGrepWarm,
 	wRTTSeqRead, wRTTSeqReadBuf, wRTTFind, wRTTGit,
 	wCacheGitFirst, wCacheGitRemount, wCacheFindRemnt, wCacheGrepSecond,
+	wBuildFirst, wBuildSecond, wCachedReadPT, wCachedReadAuto,
 	wWalk, wRSS, wHWM,
 	wReplicaRead, wUnionList, wUnionOverlap, wUnionRTT,
 }
