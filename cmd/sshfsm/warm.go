@@ -336,14 +336,19 @@ func (w *warmer) progress(done <-chan struct{}, start time.Time) {
 			}
 			return
 		case <-t.C:
-			line := w.line(time.Since(start))
-			if w.tty {
-				fmt.Fprint(w.out, "\r\033[K"+line)
-			} else {
-				fmt.Fprintln(w.out, line)
-			}
+			io.WriteString(w.out, w.show(time.Since(start)))
 		}
 	}
+}
+
+// show is what progress writes after elapsed: on a terminal the line,
+// replacing the previous one; otherwise the line and a newline.
+func (w *warmer) show(elapsed time.Duration) string {
+	line := w.line(elapsed)
+	if w.tty {
+		return "\r\033[K" + line
+	}
+	return line + "\n"
 }
 
 // line is the progress so far, after elapsed.
