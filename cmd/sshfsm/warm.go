@@ -345,10 +345,27 @@ func (w *warmer) progress(done <-chan struct{}, start time.Time) {
 // replacing the previous one; otherwise the line and a newline.
 func (w *warmer) show(elapsed time.Duration) string {
 	line := w.line(elapsed)
-	if w.tty {
-		return "\r\033[K" + line
+	switch {
+	case !w.tty:
+		return line + "\n"
+	case w.reading.Load():
+		// A bar in place of the prefix keeps the line within 80 columns.
+		line = bar(w.readBytes.Load(), w.wantBytes.Load()) + " " + strings.TrimPrefix(line, readingPrefix)
 	}
-	return line + "\n"
+	return "\r\033[K" + line
+}
+
+const readingPrefix = "sshfsm warm: reading: "
+
+// bar draws done of total bytes as 20 cells and a percentage.
+func bar(done, total int64) string {
+	const cells = 20
+	frac := 1.0
+	if total > 0 {
+		frac = min(float64(done)/float64(total), 1)
+	}
+	n := int(frac * cells)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", cells-n) + fmt.Sprintf("] %3d%%", int(frac*100))
 }
 
 // line is the progress so far, after elapsed.
@@ -363,7 +380,7 @@ func (w *warmer) line(elapsed time.Duration) string {
 	if rate > 0 && want >= got {
 		eta = duration(time.Duration(float64(want-got) / rate * float64(time.Second)))
 	}
-	return fmt.Sprintf("sshfsm warm: reading: %d/%d files, %s of %s, %s/s, %s left",
+	return fmt.Sprintf(readingPrefix+"%d/%d files, %s of %s, %s/s, %s left",
 		w.readFiles.Load(), w.wantFiles.Load(), humanBytes(uint64(got)), humanBytes(uint64(want)),
 		humanBytes(uint64(rate)), eta)
 }

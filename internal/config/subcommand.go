@@ -63,7 +63,7 @@ func Subcommands() []Subcommand {
 		},
 		Help: "Fetch ahead of use the metadata, and with --content the contents, of every path below each path, which must be inside sshfsm mounts: " +
 			"a build, an indexer or a search then finds them in the caches. " +
-			"On a terminal one progress line is updated (directories and files seen, bytes read of the total, rate, time left); otherwise a progress line is printed every 5 seconds. " +
+			"On a terminal one progress line is updated (directories and files seen; while reading, a bar and files and bytes read of the total, rate, time left); otherwise a progress line is printed every 5 seconds. " +
 			"Ctrl-C stops at once; what was fetched stays cached. " +
 			"Exit status: 0 when everything was fetched; 1 for a usage error or when some files could not be read (each is named on stderr, at most 10); " +
 			"2 when a path is not inside an sshfsm mount; 130 when interrupted.",
