@@ -116,7 +116,7 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 	if e == nil {
 		return nil, 0, 0
 	}
-	if !e.Complete() && n.fsys.opts.Content.MayHold(int64(a.Size)) {
+	if n.fsys.worthFinding(e, a) {
 		n.findStored(ctx, p, a)
 	}
 	h := &handle{n: n, ce: e, ck: contentKey(a)}
@@ -131,6 +131,25 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 		n.addLazy(h)
 	}
 	return h, n.openFlags(flags), 0
+}
+
+// findStoredMax bounds the files an open asks a digest of: the server
+// reads the whole file for it while the open waits (256 MiB: well under a
+// second at sha256sum's speed).
+const findStoredMax = 256 << 20
+
+// worthFinding reports whether an open of version a, whose entry is e,
+// should ask the server for the file's digest (findStored): e lacks
+// content, none was asked for it yet, the file is not too large, and the
+// cache stores content of exactly its size.
+func (f *filesys) worthFinding(e *contentcache.Entry, a remote.Attr) bool {
+	if e.Complete() || int64(a.Size) > findStoredMax {
+		return false
+	}
+	if _, known := e.Digest(); known {
+		return false
+	}
+	return f.opts.Content.MayHold(int64(a.Size))
 }
 
 // findStored asks the server for the digest of version a of p, a file

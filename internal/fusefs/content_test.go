@@ -385,6 +385,7 @@ func TestDiskCacheFindsCopyByDigest(t *testing.T) {
 	writeOld(t, filepath.Join(dir, "rev2", "big"), big, time.Hour)
 	writeOld(t, filepath.Join(dir, "rev2", "other"), other, time.Hour)
 	writeOld(t, filepath.Join(dir, "rev2", "longer"), randomBytes(3<<20+124, 9), time.Hour)
+	writeOld(t, filepath.Join(dir, "rev2", "partly"), randomBytes(3<<20+123, 10), time.Hour)
 	m, sr := mountXattr(t, dir, t.TempDir(), cache.Auto, true)
 	if !bytes.Equal(readAll(t, m.path("rev1/big")), big) {
 		t.Fatal("rev1/big differs")
@@ -416,5 +417,21 @@ func TestDiskCacheFindsCopyByDigest(t *testing.T) {
 	readAll(t, m.path("rev2/longer"))
 	if n := sr.sums.Load() - sums; n != 0 {
 		t.Errorf("a file of a size the cache does not store asked for %d digests", n)
+	}
+	// A file of that size read in part, opened again: its digest was
+	// asked once.
+	sums = sr.sums.Load()
+	for range 2 {
+		f, err := os.Open(m.path("rev2/partly"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Read(make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if n := sr.sums.Load() - sums; n != 1 {
+		t.Errorf("a file read in part and opened twice asked for %d digests, want 1", n)
 	}
 }
