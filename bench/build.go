@@ -40,7 +40,7 @@ func (e *env) buildCachePrimed() string { return filepath.Join(e.work, "gocache-
 // runBuild times the first and second build with each tool,
 // c.rttRepeats times.
 func runBuild(ctx context.Context, e *env, r *results) error {
-	for _, t := range e.toolsFor(true) {
+	for _, t := range e.cacheTools() {
 		for rep := 1; rep <= e.c.rttRepeats; rep++ {
 			if ctx.Err() != nil {
 				return ctx.Err()

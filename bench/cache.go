@@ -33,7 +33,7 @@ const (
 )
 
 func runCache(ctx context.Context, e *env, r *results) error {
-	for _, t := range e.toolsFor(true) {
+	for _, t := range e.cacheTools() {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -50,7 +50,7 @@ func runCache(ctx context.Context, e *env, r *results) error {
 // cacheTool measures every cache workload with t, c.rttRepeats times.
 func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 	dir := e.dir(cacheTree)
-	if t.local {
+	if t.local || t.floor {
 		dir = e.localCopy(cacheTree)
 	}
 	if err := restoreIndex(dir); err != nil {
@@ -64,12 +64,14 @@ func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		dropCaches() // the disk cache too: a first mount finds nothing
-		first, err := e.cacheSession(ctx, t, cacheTree, shGit)
-		if err != nil {
-			return err
+		dropCaches()  // the disk cache too: a first mount finds nothing
+		if !t.floor { // nothing of a first mount to compare with
+			first, err := e.cacheSession(ctx, t, cacheTree, shGit)
+			if err != nil {
+				return err
+			}
+			r.add(wCacheGitFirst, t, first[0])
 		}
-		r.add(wCacheGitFirst, t, first[0])
 		if t.key == sshfsDefault || t.key == sshfsTuned {
 			continue // no disk cache: their remounts are first mounts
 		}
@@ -104,13 +106,22 @@ func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 // runs each command in the data set sub and returns their times; the
 // local reference runs them in its own copy of sub.
 func (e *env) cacheSession(ctx context.Context, t *tool, sub string, shs ...string) ([]float64, error) {
-	m, err := doMount(ctx, t, e.cfg, e.rttAlias, e.host.Dir, e.mnt(t))
+	src := e.host.Dir
+	if t.floor {
+		src = e.localCopy(sub)
+	}
+	m, err := doMount(ctx, t, e.cfg, e.rttAlias, src, e.mnt(t))
 	if err != nil {
 		return nil, err
 	}
 	defer unmount(m)
-	at := e.localCopy(sub)
-	if !t.local {
+	var at string
+	switch {
+	case t.local:
+		at = e.localCopy(sub)
+	case t.floor:
+		at = m.path
+	default:
 		at = filepath.Join(m.path, sub)
 	}
 	var out []float64
@@ -140,5 +151,6 @@ func prepareCacheData(ctx context.Context, e *env, src string) error {
 	if err := randomFile(filepath.Join(e.dir(fioDir), cachedFile), e.c.seqMiB<<20); err != nil {
 		return err
 	}
+	e.floor = e.newFloorTool(ctx)
 	return prepareBuildData(ctx, e)
 }

@@ -23,7 +23,8 @@ type env struct {
 	alias    string // direct to sshd
 	rttAlias string // through the latency proxy
 	tools    []*tool
-	dropOK   bool // drop_caches works (root)
+	floor    *tool // the FUSE floor of the cache group; nil when not measured
+	dropOK   bool  // drop_caches works (root)
 	notes    []string
 }
 

@@ -24,6 +24,7 @@ type tool struct {
 	key   string // short name used in flags, JSON and file names
 	name  string // display name
 	local bool   // the served directory itself, no mount
+	floor bool   // a loopback mount of the local reference's copy (floor.go)
 	argv  func(cfg, alias, dir, mnt string) []string
 }
 
@@ -48,6 +49,7 @@ func allTools(sshfsmBin string) []*tool {
 			return []string{sshfsmBin, "-F", cfg, "-o", "cache_dir=" + diskCacheDir, alias + ":" + dir, mnt}
 		}},
 		{key: localKey, name: "local disk", local: true},
+		floorTool(""),
 	}, append(replicaTools(), unionTools()...)...)
 }
 
