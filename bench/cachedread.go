@@ -87,8 +87,12 @@ func cachedReads(ctx context.Context, e *env, r *results, t *tool, read fioJob, 
 		if err != nil {
 			return err
 		}
-		e.note("%s: of the timed reads of the cached file, the daemon served %d bytes from its disk cache and %d from the server (0 and 0: the kernel read the cache's file directly)",
-			read.w.id, served.disk, served.remote)
+		how := "the daemon answered READs"
+		if served.disk == 0 && served.remote == 0 {
+			how = "passthrough: the kernel read the cache's file directly"
+		}
+		e.note("%s: of the timed reads of the cached file, the daemon served %d bytes from its disk cache and %d from the server (%s)",
+			read.w.id, served.disk, served.remote, how)
 	}
 	return unmount(m)
 }
