@@ -326,6 +326,7 @@ type fetches struct {
 	n     map[string]int
 	trees atomic.Int32
 	tree  map[string][]remote.DirEntry // what the remote holds
+	hold  chan struct{}                // when set, tree listings start once it is closed
 }
 
 func (f *fetches) readDir(ctx context.Context, dir string) ([]remote.DirEntry, error) {
@@ -351,6 +352,13 @@ func (f *fetches) count(dir string) int {
 // ListTree lists the tree below dir, children first.
 func (f *fetches) ListTree(ctx context.Context, dir string, depth int, fn func(string, []remote.DirEntry)) error {
 	f.trees.Add(1)
+	if f.hold != nil {
+		select {
+		case <-f.hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	var walk func(d string, lvl int)
 	walk = func(d string, lvl int) {
 		f.mu.Lock()
@@ -491,12 +499,15 @@ func TestAutoRevalidatesTrees(t *testing.T) {
 	remoteNow := sampleTree()
 	remoteNow["a/b"] = []remote.DirEntry{{Name: "h", Attr: file(44, 4)}}
 	delete(remoteNow, "a/b/c")
-	f := &fetches{tree: remoteNow}
+	// The tree listing the root's first answer starts waits until a/b
+	// has answered too, as a walker reaching it first would.
+	f := &fetches{tree: remoteNow, hold: make(chan struct{})}
 	var ch changes
 	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: f.readDir, Tree: f, Changed: ch.add})
 
 	mustList(t, d, "")
 	mustList(t, d, "a/b")
+	close(f.hold)
 	settle(t, d)
 	if n := f.trees.Load(); n != 1 {
 		t.Errorf("%d tree listings, want 1", n)
