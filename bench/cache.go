@@ -151,6 +151,5 @@ func prepareCacheData(ctx context.Context, e *env, src string) error {
 	if err := randomFile(filepath.Join(e.dir(fioDir), cachedFile), e.c.seqMiB<<20); err != nil {
 		return err
 	}
-	e.floor = e.newFloorTool(ctx)
 	return prepareBuildData(ctx, e)
 }

@@ -67,6 +67,9 @@ func prepareData(ctx context.Context, e *env) error {
 		}
 		e.note("high-latency tree: first %d files of %s, committed to git; RTT %v added by internal/netproxy", n, src, c.rtt)
 	}
+	if c.groups["cache"] || c.groups["union"] {
+		e.floor = e.newFloorTool(ctx)
+	}
 	if c.groups["cache"] {
 		if err := prepareCacheData(ctx, e, src); err != nil {
 			return err

@@ -22,13 +22,16 @@ import (
 // first comparison again with each host behind its own latency proxy.
 // ls -l of the same directories on local disk (unionNames and 2 ×
 // unionNames names) shows what listing twice the names costs without any
-// filesystem of ours: ls and the kernel do work per name too.
+// filesystem of ours: ls and the kernel do work per name too; and through
+// the FUSE floor (floor.go), what it costs any go-fuse filesystem.
 
 const (
 	unionOneKey  = "sshfsm-1-host"
 	unionSameKey = "sshfsm-1-host-all"
 	unionLocal1  = "local-1-dir"
 	unionLocal2  = "local-all"
+	unionFloor1  = "floor-1-dir"
+	unionFloor2  = "floor-all"
 	unionNames   = 1000
 )
 
@@ -50,7 +53,9 @@ func unionTools() []*tool {
 	return []*tool{{key: unionOneKey, name: "sshfsm, one host"},
 		{key: unionSameKey, name: fmt.Sprintf("sshfsm, one host with all %d names", 2*unionNames)},
 		{key: unionLocal1, name: fmt.Sprintf("local disk, %d names", unionNames), local: true},
-		{key: unionLocal2, name: fmt.Sprintf("local disk, %d names", 2*unionNames), local: true}}
+		{key: unionLocal2, name: fmt.Sprintf("local disk, %d names", 2*unionNames), local: true},
+		{key: unionFloor1, name: fmt.Sprintf("FUSE floor, %d names", unionNames), floor: true},
+		{key: unionFloor2, name: fmt.Sprintf("FUSE floor, %d names", 2*unionNames), floor: true}}
 }
 
 // unionRun is one mount measured in every repeat; its sample counts for
@@ -95,9 +100,12 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 				return ctx.Err()
 			}
 			var v float64
-			if u.branches == nil {
+			switch {
+			case u.t.floor:
+				v, err = listFloor(ctx, e.floor, u.dir, mnt, u.want)
+			case u.branches == nil:
 				v, err = listLocal(ctx, u.dir, u.want)
-			} else {
+			default:
 				v, err = listFresh(ctx, bin, ue.cfg, u.branches, mnt, u.want)
 			}
 			if err != nil {
@@ -119,6 +127,9 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 	e.note("union: median union / one host: %s", strings.Join(ratios, ", "))
 	if s := r.ratio(wUnionList, unionLocal2, unionLocal1); s != "" {
 		e.note("union: local disk, ls -l of %d names / %d names: %s", 2*unionNames, unionNames, s)
+	}
+	if s := r.ratio(wUnionList, unionFloor2, unionFloor1); s != "" {
+		e.note("union: FUSE floor, ls -l of %d names / %d names: %s", 2*unionNames, unionNames, s)
 	}
 	return nil
 }
@@ -159,6 +170,7 @@ func newUnionEnv(e *env) (*unionEnv, error) {
 	a1, a2 := e.host.Alias+":", host2.Alias+":"
 	ut := unionTools()
 	one, all, local1, local2, union := ut[0], ut[1], ut[2], ut[3], &tool{key: sshfsmKey, name: "sshfsm"}
+	floor1, floor2 := ut[4], ut[5]
 	ue.runs = []unionRun{
 		{"one-host", one, []string{a1 + dirA}, "", unionNames, []*workload{wUnionList, wUnionOverlap}},
 		{"union", union, []string{a1 + dirA, a2 + dirB}, "", 2 * unionNames, []*workload{wUnionList}},
@@ -168,6 +180,11 @@ func newUnionEnv(e *env) (*unionEnv, error) {
 		{"union-same-names", union, []string{a1 + dirA, a2 + dirA2}, "", unionNames, []*workload{wUnionOverlap}},
 		{"one-host-rtt", one, []string{rtt1 + ":" + dirA}, "", unionNames, []*workload{wUnionRTT}},
 		{"union-rtt", union, []string{rtt1 + ":" + dirA, rtt2 + ":" + dirB}, "", 2 * unionNames, []*workload{wUnionRTT}},
+	}
+	if e.floor != nil {
+		ue.runs = append(ue.runs,
+			unionRun{"floor", floor1, nil, dirA, unionNames, []*workload{wUnionList}},
+			unionRun{"floor-all", floor2, nil, dirAll, 2 * unionNames, []*workload{wUnionList}})
 	}
 	return ue, nil
 }
@@ -208,6 +225,16 @@ func listLocal(ctx context.Context, dir string, want int) (float64, error) {
 	return d.Seconds(), nil
 }
 
+// listFloor mounts dir with the FUSE floor at mnt, drops the page cache,
+// times ls -l of the root and checks that it listed want names.
+func listFloor(ctx context.Context, floor *tool, dir, mnt string, want int) (float64, error) {
+	m, err := doMount(ctx, floor, "", "", dir, mnt)
+	if err != nil {
+		return 0, err
+	}
+	return listMount(ctx, m, want)
+}
+
 // listFresh mounts branches at mnt, drops the page cache, times ls -l of
 // the root and checks that it listed want names.
 func listFresh(ctx context.Context, bin, cfg string, branches []string, mnt string, want int) (float64, error) {
@@ -218,6 +245,12 @@ func listFresh(ctx context.Context, bin, cfg string, branches []string, mnt stri
 	if err != nil {
 		return 0, err
 	}
+	return listMount(ctx, m, want)
+}
+
+// listMount drops the page cache, times ls -l of the root of m, checks
+// that it listed want names and unmounts m.
+func listMount(ctx context.Context, m *mount, want int) (float64, error) {
 	defer unmount(m)
 	dropCaches()
 	d, out, err := timeShell(ctx, m.path, "ls -l | wc -l")
