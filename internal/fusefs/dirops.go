@@ -55,7 +55,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
 	ctx = afterChange(ctx)
-	a, err := f.Stat(ctx)
+	a, err := createdAttr(ctx, f)
 	if err != nil {
 		// Closing must not cost a second timeout after the first.
 		go n.fsys.closeRemote(f)
@@ -99,7 +99,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 		return nil, n.fsys.toErrno(err)
 	}
 	ctx = afterChange(ctx)
-	a, err := f.Stat(ctx)
+	a, err := createdAttr(ctx, f)
 	if err != nil {
 		go n.fsys.closeRemote(f)
 		return nil, n.fsys.toErrno(err)
@@ -189,4 +189,15 @@ func (n *node) removed(dir, name, p string) {
 	if ch := n.GetChild(name); ch != nil {
 		ch.Operations().(*node).detach(p)
 	}
+}
+
+// createdAttr returns the attributes of f, just opened creating its file:
+// those the open learned when it could (remote.CreatedFile), else asked.
+func createdAttr(ctx context.Context, f remote.File) (remote.Attr, error) {
+	if cf, ok := f.(remote.CreatedFile); ok {
+		if a, ok := cf.CreatedAttr(); ok {
+			return a, nil
+		}
+	}
+	return f.Stat(ctx)
 }

@@ -38,6 +38,11 @@ type file struct {
 	flags int // open flags for re-opening: without O_CREATE, O_EXCL, O_TRUNC
 	write bool
 
+	// created: the attributes once this open created the file (createdOK),
+	// set before Open returns and never changed (CreatedAttr).
+	created   remote.Attr
+	createdOK bool
+
 	sem chan struct{} // capacity 1: serialises re-opens; taken before mu
 
 	// mu guards the fields below; lock order: sem, then mu, then Host.mu.
@@ -85,8 +90,9 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 		}
 		var sf *sftp.File
 		var fresh bool
+		var created remote.Attr
 		err = r.h.run(dctx, c, k, func() (err error) {
-			sf, fresh, err = openOn(c.client, f.abs, flags, perm)
+			sf, fresh, created, err = openOn(c.client, f.abs, flags, perm)
 			return err
 		}, func(abandoned bool) {
 			if abandoned && sf != nil {
@@ -94,6 +100,7 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 			}
 		})
 		if err == nil {
+			f.created, f.createdOK = created, fresh
 			f.start(c, sf, fresh || flags&os.O_TRUNC != 0)
 			return f, nil
 		}
@@ -123,29 +130,59 @@ func (r hostRemote) openFailure(ctx context.Context, p string, flags int, c *cha
 	return r.fail("open", p, err)
 }
 
-// openOn opens abs on one channel; fresh reports that this call created it.
-func openOn(cl *sftp.Client, abs string, flags int, perm uint32) (sf *sftp.File, fresh bool, err error) {
+// openOn opens abs on one channel; fresh reports that this call created
+// it, and then created holds its attributes with perm set.
+func openOn(cl *sftp.Client, abs string, flags int, perm uint32) (sf *sftp.File, fresh bool, created remote.Attr, err error) {
 	if flags&os.O_CREATE != 0 && flags&os.O_EXCL == 0 {
 		sf, err = cl.OpenFile(abs, flags|os.O_EXCL)
 		if isFailure(err) {
 			sf, err2 := cl.OpenFile(abs, flags&^os.O_CREATE)
 			if err2 == nil || !isAnswer(err2) {
-				return sf, false, err2
+				return sf, false, created, err2
 			}
-			return nil, false, err
+			return nil, false, created, err
 		}
 	} else {
 		sf, err = cl.OpenFile(abs, flags)
 	}
 	if err != nil || flags&os.O_CREATE == 0 {
-		return sf, false, err
+		return sf, false, created, err
 	}
-	if err = sf.Chmod(os.FileMode(perm & 07777)); err != nil {
+	created, err = chmodStat(sf, perm&07777)
+	if err != nil {
 		sf.Close()
-		return nil, false, err
+		return nil, false, created, err
 	}
-	return sf, true, nil
+	return sf, true, created, nil
 }
+
+// chmodStat sets the permissions of a file just created and returns its
+// attributes, in one round trip: the FSTAT travels with the FSETSTAT, and
+// the server may answer it before or after the change, so the
+// permissions reported are the ones set.
+func chmodStat(sf *sftp.File, perm uint32) (remote.Attr, error) {
+	var fi os.FileInfo
+	var serr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fi, serr = sf.Stat()
+	}()
+	err := sf.Chmod(os.FileMode(perm))
+	<-done
+	if err != nil {
+		return remote.Attr{}, err
+	}
+	if serr != nil {
+		return remote.Attr{}, serr
+	}
+	a := attrOf(fi)
+	a.Mode = a.Mode&^07777 | perm
+	return a, nil
+}
+
+// CreatedAttr implements remote.CreatedFile.
+func (f *file) CreatedAttr() (remote.Attr, bool) { return f.created, f.createdOK }
 
 // start installs the first handle and learns the attributes to check
 // re-opens against: an empty file when this open created or truncated it,

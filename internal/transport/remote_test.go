@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -188,6 +189,41 @@ func TestOpenCreateKeepsExistingMode(t *testing.T) {
 		t.Fatalf("O_TRUNC ignored")
 	}
 	_ = bytes.Equal
+}
+
+// A creating open knows the new file's attributes, its permissions set
+// (the FSTAT that learns them travels with the FSETSTAT, answered before
+// or after it): the same as a later FSTAT. An open that found the file
+// does not claim them.
+func TestOpenCreateKnowsAttributes(t *testing.T) {
+	h, _, _ := dialTest(t, 1, nil)
+	for _, perm := range []uint32{0o640, 0o600, 0o2755} {
+		name := "f" + strconv.FormatUint(uint64(perm), 8)
+		f, err := h.Remote().Open(bg, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, ok := f.(remote.CreatedFile).CreatedAttr()
+		st, err := f.Stat(bg)
+		f.Close(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || a.Mode&07777 != perm || a.Mode&syscall.S_IFMT != syscall.S_IFREG || a.Size != 0 {
+			t.Errorf("%s: created attributes %+v, %v", name, a, ok)
+		}
+		if a.Mode != st.Mode || a.Size != st.Size || a.UID != st.UID || a.GID != st.GID || !a.Mtime.Equal(st.Mtime) {
+			t.Errorf("%s: created attributes %+v, FSTAT after %+v", name, a, st)
+		}
+	}
+	f, err := h.Remote().Open(bg, "f640", os.O_RDWR|os.O_CREATE, 0o777)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	if a, ok := f.(remote.CreatedFile).CreatedAttr(); ok {
+		t.Errorf("an open that found the file claims created attributes %+v", a)
+	}
 }
 
 func TestPathsStayUnderRoot(t *testing.T) {
