@@ -32,6 +32,9 @@ type mounted struct {
 	dirs       *cache.Dirs         // the listing cache, for its counters
 	content    *contentcache.Cache // the disk cache of contents; nil without
 	status     *control.Server     // answers sshfsm status; nil without
+	// early is a stop signal that arrived as the mount became ready: serve
+	// stops at once, as for any later signal.
+	early os.Signal
 }
 
 // mount checks the mountpoint, connects, mounts and verifies that the mount
@@ -299,12 +302,14 @@ func mountUnlessSignalled(cfg *config.Config, log *slog.Logger, sigs <-chan os.S
 	m, err := mount(ctx, cfg, log)
 	close(stop)
 	<-watched
-	if sig == nil {
+	switch {
+	case sig == nil:
 		return m, err
-	}
-	if m != nil {
-		m.unmount()
-		m.close()
+	case err == nil:
+		// Ready all the same (nothing noticed the cancellation): the
+		// signal stops the mount like one arriving a moment later.
+		m.early = sig
+		return m, nil
 	}
 	return nil, config.Errorf(config.ExitMount, "interrupted by %v before the mount was ready", sig)
 }

@@ -203,6 +203,17 @@ func TestSignalsUnmount(t *testing.T) {
 		if _, err := os.ReadDir(mnt); err != nil {
 			t.Errorf("readdir: %v", err)
 		}
+		// Mounted is not ready: the root is verified and status started
+		// after the kernel shows the mount. A signal before that undoes
+		// the mount and fails (TestSignalWhileConnecting).
+		for deadline := time.Now().Add(10 * time.Second); sshfsm(t, 5*time.Second, "status", mnt).code != 0; {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("%v: status of the mount does not answer; stderr %q", sig, stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		cmd.Process.Signal(sig)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()

@@ -29,10 +29,16 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		m.server.Wait()
 		close(done)
 	}()
-	select {
-	case <-done:
+	sig := m.early
+	if sig == nil {
+		select {
+		case <-done:
+		case sig = <-sigs:
+		}
+	}
+	if sig == nil {
 		m.log.Info("unmounted", "mountpoint", m.mountpoint)
-	case sig := <-sigs:
+	} else {
 		m.log.Info("unmounting", "mountpoint", m.mountpoint, "signal", sig.String())
 		if lazy := m.unmount(); lazy {
 			// The kernel keeps a lazily unmounted filesystem until its last
