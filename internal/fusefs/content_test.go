@@ -8,7 +8,9 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -434,4 +436,77 @@ func TestDiskCacheFindsCopyByDigest(t *testing.T) {
 	if n := sr.sums.Load() - sums; n != 1 {
 		t.Errorf("a file read in part and opened twice asked for %d digests, want 1", n)
 	}
+}
+
+// Damage to the disk cache between mounts (a byte flipped in the stored
+// data of a large and of a small file) is detected: the next mount reads
+// the server's bytes, fetching again what the damage touched.
+func TestDiskCacheDamagedBetweenMounts(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	files := map[string][]byte{"big": randomBytes(3<<20+12345, 21), "small": randomBytes(5000, 22)}
+	for name, b := range files {
+		writeOld(t, filepath.Join(dir, name), b, time.Hour)
+	}
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	for name := range files {
+		readAll(t, m.path(name))
+	}
+	m.close(t)
+	if n := damageCache(t, cacheDir); n < 2 {
+		t.Fatalf("damaged %d stored files, want the big and the small one", n)
+	}
+	m = mountDisk(t, dir, cacheDir, cache.Auto)
+	for name, want := range files {
+		reads := m.hook.reads.Load()
+		if !bytes.Equal(readAll(t, m.path(name)), want) {
+			t.Errorf("%s: read after the disk cache was damaged differs from the server's file", name)
+		}
+		if m.hook.reads.Load() == reads {
+			t.Errorf("%s: nothing was fetched again: the damaged cache was trusted", name)
+		}
+	}
+}
+
+// damageCache flips one byte of the data of every file the disk cache in
+// cacheDir stores (once per inode: stored copies share them): in the
+// second block of a large entry's data file, after the header of a small
+// entry. It returns how many it damaged.
+func damageCache(t *testing.T, cacheDir string) int {
+	t.Helper()
+	seen := map[uint64]bool{}
+	err := filepath.WalkDir(filepath.Join(cacheDir, "content"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil || seen[st.Ino] {
+			return err
+		}
+		var off int64
+		switch {
+		case d.Name() == "d" && st.Size > 1<<20+17:
+			off = 1<<20 + 17
+		case strings.Contains(p, "/s/") && st.Size > 64+17:
+			off = 64 + 17
+		default:
+			return nil
+		}
+		seen[st.Ino] = true
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		b := make([]byte, 1)
+		if _, err := f.ReadAt(b, off); err != nil {
+			return err
+		}
+		b[0] ^= 0xff
+		_, err = f.WriteAt(b, off)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(seen)
 }
