@@ -139,17 +139,17 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 const findStoredMax = 256 << 20
 
 // worthFinding reports whether an open of version a, whose entry is e,
-// should ask the server for the file's digest (findStored): e lacks
-// content, none was asked for it yet, the file is not too large, and the
-// cache stores content of exactly its size.
+// should ask the server for the file's digest (findStored): the file is
+// not too large, the cache stores content of exactly its size, e lacks
+// content and none was asked for it yet. The checks that need no entry
+// lock come first: they fail for nearly every open (files of a block or
+// less never pass MayHold).
 func (f *filesys) worthFinding(e *contentcache.Entry, a remote.Attr) bool {
-	if e.Complete() || int64(a.Size) > findStoredMax {
+	if int64(a.Size) > findStoredMax || !f.opts.Content.MayHold(int64(a.Size)) || e.Complete() {
 		return false
 	}
-	if _, known := e.Digest(); known {
-		return false
-	}
-	return f.opts.Content.MayHold(int64(a.Size))
+	_, known := e.Digest()
+	return !known
 }
 
 // findStored asks the server for the digest of version a of p, a file
