@@ -180,7 +180,11 @@ func (m *Mount) daemonPID() int {
 	return 0
 }
 
-// waitExit polls until pid is gone (or a zombie), at most d.
+// waitExit polls until pid is gone, or a zombie whose other threads have
+// exited too, at most d. A thread group leader turns zombie while its other
+// threads may still be exiting and holding the process's files, /dev/fuse
+// among them; a request the kernel hands such a thread fails with EIO, not
+// with the ENOTCONN of a connection that is gone.
 func waitExit(pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
@@ -189,7 +193,9 @@ func waitExit(pid int, d time.Duration) bool {
 			return true
 		}
 		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
-			return true
+			if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid)); err != nil || len(tasks) <= 1 {
+				return true
+			}
 		}
 		if time.Now().After(deadline) {
 			return false
