@@ -98,7 +98,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	return m, nil
 }
 
-// persistListings sets the coherence mode and, unless disk_cache=no, the
+// persistListings sets the coherence mode and, unless nodisk_cache, the
 // snapshot file that keeps this tree's listings across mounts.
 func persistListings(cfg *config.Config, fo *fusefs.Options, log *slog.Logger) {
 	if m, err := cache.ParseMode(cfg.Cache.Mode); err == nil {

@@ -137,7 +137,7 @@ func cacheOptions() []Option {
 				"sshfsm status says so. On a large tree, changes are pushed once the watcher has set up its watches.",
 			func(c *Config, v string) { c.Watch = v == "yes" }),
 		enumOpt("cache", "auto", []string{"auto", "immutable", "strict", "yes", "no"}, s,
-			"Coherence mode. auto: attributes and listings are trusted for their timeouts, and an open reuses cached content when the file's size and mtime are unchanged (close-to-open consistency, as NFS). immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known (every timeout is a year, unless set after it). strict: no content is reused across opens without revalidation, and a file's attributes always come from the server (attr_timeout=0, unless set after it); for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and disk_cache=no).",
+			"Coherence mode. auto: attributes and listings are trusted for their timeouts, and an open reuses cached content when the file's size and mtime are unchanged (close-to-open consistency, as NFS). immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known (every timeout is a year, unless set after it). strict: no content is reused across opens without revalidation, and a file's attributes always come from the server (attr_timeout=0, unless set after it); for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and nodisk_cache).",
 			func(c *Config, v string) {
 				c.Cache.Mode = v
 				if v == "yes" {
