@@ -66,11 +66,16 @@ type Cache struct {
 	now        func() time.Time
 	touchEvery time.Duration
 
-	// Lock order: state.fillMu, evictMu, mu, state.mu; sizesMu is taken
+	// Lock order: storing, state.fillMu, evictMu, mu, state.mu; sizesMu is taken
 	// alone.
 	mu     sync.Mutex        // guards states, closed and each state's refs and queued; never held across I/O
 	states map[string]*state // entries some Entry holds, by id
 	closed bool
+
+	// storing is held shared by every Fill and exclusively by Close,
+	// so that nothing is written once Close has returned.
+	storing sync.RWMutex
+	stopped bool // storing: Close has begun; Fill stores nothing
 
 	sizesMu sync.Mutex     // guards sizes
 	sizes   map[int64]bool // sizes of the stored copies larger than a block (MayHold)
@@ -157,6 +162,9 @@ func (c *Cache) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.storing.Lock()
+	c.stopped = true
+	c.storing.Unlock()
 	c.cancel()
 	c.wg.Wait()
 	return nil
@@ -201,6 +209,19 @@ func (c *Cache) Entry(k Key) (*Entry, error) {
 		c.queueHash(s)
 	}
 	return &Entry{s: s}, nil
+}
+
+// BlockSize is the unit in which large files are fetched and stored.
+func (c *Cache) BlockSize() int64 { return c.bs }
+
+// Another returns another use of the same entry, released on its own: for
+// work that may outlive the caller's use.
+func (e *Entry) Another() *Entry {
+	c := e.s.c
+	c.mu.Lock()
+	e.s.refs++
+	c.mu.Unlock()
+	return &Entry{s: e.s}
 }
 
 // Release ends this use of the entry; its files are closed with the last.

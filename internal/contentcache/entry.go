@@ -209,9 +209,15 @@ func (e *Entry) Complete() bool {
 // block-aligned; len(data) a multiple of BlockSize except for a final
 // block ending exactly at Size. Blocks already present are left. Errors
 // (disk full, I/O) are returned and leave the entry consistent (those
-// blocks missing). An entry dropped by Forget stores nothing.
+// blocks missing). An entry dropped by Forget stores nothing, nor does
+// any entry once the cache is closing.
 func (e *Entry) Fill(data []byte, off int64) error {
 	s := e.s
+	s.c.storing.RLock()
+	defer s.c.storing.RUnlock()
+	if s.c.stopped {
+		return nil
+	}
 	bs := s.c.bs
 	end := off + int64(len(data))
 	if off < 0 || off%bs != 0 || end > s.size || (int64(len(data))%bs != 0 && end != s.size) {

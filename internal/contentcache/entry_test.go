@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -214,5 +215,40 @@ func TestSparse(t *testing.T) {
 	}
 	if used := r.Blocks * 512; used > 64<<10 {
 		t.Errorf("record uses %d bytes on disk", used)
+	}
+}
+
+// Another is a use of its own: the entry's files stay open and fillable
+// after the first use is released, and a fill after Close (work that
+// outlived the mount) stores nothing.
+func TestAnotherOutlivesItsSource(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, dir, nil)
+	k := testKey("f", 4*testBS)
+	src := source("f", 4*testBS)
+	e, err := c.Entry(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := e.Another()
+	fillBlocks(t, e, src, 0)
+	e.Release()
+	fillBlocks(t, a, src, 1)
+	if !checkRead(t, a, src, 0, 2*testBS) {
+		t.Fatal("blocks filled through both uses do not read back through the second")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Fill(src[2*testBS:3*testBS], 2*testBS); err != nil {
+		t.Fatalf("fill after Close: %v, want nothing stored and no error", err)
+	}
+	a.Release()
+
+	c2 := openCache(t, dir, nil)
+	got := entry(t, c2, k).Missing(0, 4*testBS)
+	want := []Range{{2 * testBS, 2 * testBS}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after reopening, missing %v, want %v: blocks 0 and 1 stored, nothing after Close", got, want)
 	}
 }

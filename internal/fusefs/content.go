@@ -176,28 +176,38 @@ func (n *node) findStored(ctx context.Context, p string, a remote.Attr) {
 // then stops using the cache), or blocks failed their checks or could not
 // be stored; the caller reads from the server.
 func (h *handle) readCached(ctx context.Context, e *contentcache.Entry, dest []byte, off int64) (fuse.ReadResult, bool, syscall.Errno) {
+	h.readAhead(e, off, int64(len(dest)))
 	if n, ok, err := e.ReadAt(dest, off); ok {
 		return cachedResult(dest, n, err)
 	}
-	missing := e.Missing(off, int64(len(dest)))
-	for _, r := range missing {
-		data, err := h.fetch(ctx, e, r)
-		if err != nil {
-			if errors.Is(err, errChanged) {
-				h.n.fsys.log.Info("file changed on the server while open; reading it uncached", "err", err)
-				h.dropCache()
-				return nil, false, 0
+	// A range another fetch had under way may end in a block it did not
+	// cover (a read across the end of a block read ahead): the second
+	// round fetches what is still missing.
+	for range 2 {
+		missing := e.Missing(off, int64(len(dest)))
+		for _, r := range missing {
+			data, release, err := h.fetch(ctx, e, r)
+			if err != nil {
+				if errors.Is(err, errChanged) {
+					h.n.fsys.log.Info("file changed on the server while open; reading it uncached", "err", err)
+					h.dropCache()
+					return nil, false, 0
+				}
+				return nil, false, h.n.fsys.toErrno(err)
 			}
-			return nil, false, h.n.fsys.toErrno(err)
+			// The read was all missing (the usual first read): answer
+			// from what was fetched, not by reading back what was just
+			// stored.
+			if len(missing) == 1 && data != nil && r.Off <= off && r.Off+r.Len >= min(off+int64(len(dest)), h.ck.size) {
+				n := copy(dest, data[min(off-r.Off, int64(len(data))):])
+				release()
+				return fuse.ReadResultData(dest[:n]), true, 0
+			}
+			release()
 		}
-		// The read was all missing (the usual first read): answer from
-		// what was fetched, not by reading back what was just stored.
-		if len(missing) == 1 && data != nil && r.Off <= off && r.Off+r.Len >= min(off+int64(len(dest)), h.ck.size) {
-			return fuse.ReadResultData(dest[:copy(dest, data[min(off-r.Off, int64(len(data))):])]), true, 0
+		if n, ok, err := e.ReadAt(dest, off); ok {
+			return cachedResult(dest, n, err)
 		}
-	}
-	if n, ok, err := e.ReadAt(dest, off); ok {
-		return cachedResult(dest, n, err)
 	}
 	return nil, false, 0
 }
@@ -213,60 +223,88 @@ func cachedResult(dest []byte, n int, err error) (fuse.ReadResult, bool, syscall
 var errChanged = errors.New("file size changed")
 
 // fetch reads the byte range r of the file from the server and stores
-// it in e, returning the bytes. Reads of the same range of the same
-// version wait for one fetch (and get no bytes: they read the entry); if
-// it fails for a reason of its own (its reader was interrupted, say),
-// they fetch themselves.
-func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, error) {
-	p, _ := h.n.path()
-	k := fillKey{p, h.ck, r.Off}
+// it in e, returning the bytes, to be released once used. Reads of the
+// same range of the same version wait for one fetch (and get no bytes:
+// they read the entry); if it fails for a reason of its own (its reader
+// was interrupted, say), they fetch themselves.
+func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, func(), error) {
+	k := h.fillKey(r)
 	for range 2 {
 		fl, first := h.n.fsys.fills.start(k)
 		if first {
-			data, err := h.fetchRange(ctx, e, r)
+			data, release, err := h.fetchRange(ctx, e, r)
 			h.n.fsys.fills.end(k, fl, err)
-			return data, err
+			return data, release, err
 		}
 		select {
 		case <-fl.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		if fl.err == nil || errors.Is(fl.err, errChanged) {
-			return nil, fl.err
+			return nil, func() {}, fl.err
 		}
 	}
 	return h.fetchRange(ctx, e, r)
 }
 
-func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, error) {
+func (h *handle) fillKey(r contentcache.Range) fillKey {
+	p, _ := h.n.path()
+	return fillKey{p, h.ck, r.Off}
+}
+
+// fetchRange reads the byte range r from the server into a buffer the
+// remote lends when it can (no copy), stores it in e and returns it with
+// its release.
+func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, func(), error) {
 	f, err := h.file(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	buf := make([]byte, r.Len)
-	got := 0
-	for got < len(buf) {
-		k, err := f.ReadAt(ctx, buf[got:], r.Off+int64(got))
-		got += k
-		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
-			break
-		}
-		if err != nil {
-			return nil, err
+	var buf []byte
+	release := func() {}
+	if br, ok := f.(remote.BufferReader); ok {
+		data, rel, err := br.ReadAtBuf(ctx, int(r.Len), r.Off)
+		switch {
+		case err != nil && !errors.Is(err, io.EOF):
+			return nil, nil, err
+		case int64(len(data)) == r.Len:
+			buf, release = data, rel
+		default: // short: completed below, or the file shrank
+			buf = make([]byte, r.Len)
+			copy(buf, data)
+			rel()
+			buf = buf[:len(data)]
 		}
 	}
-	// A version's blocks are all there up to its size: a short read
-	// means the file shrank.
-	if got < len(buf) {
-		return nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
+	if int64(len(buf)) < r.Len {
+		got := len(buf)
+		if buf == nil {
+			buf = make([]byte, r.Len)
+		}
+		buf = buf[:r.Len]
+		for got < len(buf) {
+			k, err := f.ReadAt(ctx, buf[got:], r.Off+int64(got))
+			got += k
+			if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+				break
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		// A version's blocks are all there up to its size: a short
+		// read means the file shrank.
+		if got < len(buf) {
+			return nil, nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
+		}
 	}
 	if err := e.Fill(buf, r.Off); err != nil {
 		// The disk cache is best effort: the bytes fetched answer the
 		// read, or the server does.
 		h.n.fsys.log.Warn("disk cache fill", "err", err)
 	}
-	return buf, nil
+	return buf, release, nil
 }
 
 // cached returns the handle's disk cache entry, nil if it has none.

@@ -32,6 +32,8 @@ type handle struct {
 	// nil when reads go to the server; ck names that version.
 	ce *contentcache.Entry
 	ck versionKey
+	// ra fetches the blocks ahead of a reader in order (fetchahead.go).
+	ra readAhead
 	// io is the kernel's I/O mode the handle is counted under
 	// (passthrough.go); guarded by filesys.pt.mu once the handle is made.
 	io ioMode
@@ -289,6 +291,7 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.released = true
 	f := h.f
 	h.mu.Unlock()
+	h.stopReadAhead()
 	h.n.dropLazy(h)
 	h.dropCache()
 	h.n.fsys.pt.release(h)

@@ -96,6 +96,8 @@ type filesys struct {
 	notes *notifier
 	// fills are the disk cache's fetches in progress (content.go).
 	fills fills
+	// aheadSlots bounds the fetches ahead of readers (fetchahead.go).
+	aheadSlots readAheadSlots
 	// pt hands verified cached files to the kernel (passthrough.go).
 	pt passthrough
 }
@@ -168,6 +170,8 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 		log:  lg,
 		dirs: o.Cache,
 		inos: newInoTable(),
+
+		aheadSlots: make(readAheadSlots, readAheadMax),
 	}
 	if fsys.dirs == nil {
 		fsys.dirs = cache.New(o.DirCacheTimeout, nil)

@@ -14,6 +14,9 @@ type hookRemote struct {
 	readDirs, lstats, stats, opens, reads atomic.Int64
 	listed                                sync.Map // path → *atomic.Int64: READDIRs of that path
 
+	readsMu sync.Mutex
+	readLog []readCall // every read of a file, in order
+
 	// fail, when set and returning an error, makes the call op ("readdir",
 	// "lstat", "stat", "open") of path p fail with it without reaching
 	// the remote; context.DeadlineExceeded stands for a remote that did
@@ -35,6 +38,33 @@ func (h *hookRemote) listings(p string) int64 {
 		return c.(*atomic.Int64).Load()
 	}
 	return 0
+}
+
+// readCall is one read of a file on the remote.
+type readCall struct {
+	path string
+	off  int64
+	size int
+}
+
+// readsOf returns the reads of path p sent so far.
+func (h *hookRemote) readsOf(p string) []readCall {
+	h.readsMu.Lock()
+	defer h.readsMu.Unlock()
+	var out []readCall
+	for _, r := range h.readLog {
+		if r.path == p {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (h *hookRemote) logRead(p string, off int64, size int) {
+	h.reads.Add(1)
+	h.readsMu.Lock()
+	h.readLog = append(h.readLog, readCall{p, off, size})
+	h.readsMu.Unlock()
 }
 
 func (h *hookRemote) failure(op, p string) error {
@@ -90,17 +120,30 @@ func (h *hookRemote) Open(ctx context.Context, p string, flags int, perm uint32)
 	if err != nil {
 		return nil, err
 	}
-	return &hookFile{File: f, h: h}, nil
+	return &hookFile{File: f, h: h, path: p}, nil
 }
 
 type hookFile struct {
 	remote.File
-	h *hookRemote
+	h    *hookRemote
+	path string
 }
 
 func (f *hookFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	f.h.reads.Add(1)
+	f.h.logRead(f.path, off, len(p))
 	return f.File.ReadAt(ctx, p, off)
+}
+
+// ReadAtBuf lends the remote's buffer when the remote can, as the
+// transport does, and reads into a new one otherwise.
+func (f *hookFile) ReadAtBuf(ctx context.Context, size int, off int64) ([]byte, func(), error) {
+	f.h.logRead(f.path, off, size)
+	if br, ok := f.File.(remote.BufferReader); ok {
+		return br.ReadAtBuf(ctx, size, off)
+	}
+	b := make([]byte, size)
+	n, err := f.File.ReadAt(ctx, b, off)
+	return b[:n], func() {}, err
 }
 
 func (f *hookFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
