@@ -143,12 +143,42 @@ func runFio(ctx context.Context, e *env, r *results) error {
 					continue
 				}
 				r.add(j.w, t, v)
+				if j.w == wSeqRead && t.key != sshfsmKey {
+					r.add(wSeqReadFill, t, v)
+				}
 				logf("fio %d/%d %-13s %-11s %10.1f %s", rep, c.repeats, t.key, j.w.id, v, j.w.unit)
 			}
 			if err := unmount(m); err != nil {
 				return err
 			}
+			if t.key == sshfsmKey {
+				if err := seqReadFill(ctx, e, r, t, jobs[1], rep); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// seqReadFill measures the sequential read job with sshfsm's default
+// options: the disk cache, emptied first, stores every block it fetches.
+func seqReadFill(ctx context.Context, e *env, r *results, t *tool, j fioJob, rep int) error {
+	clearDiskCache()
+	m, err := doMount(ctx, t, e.cfg, e.alias, e.host.Dir, e.mnt(t))
+	if err != nil {
+		r.fail(t, wSeqReadFill.id, err)
+		return nil
+	}
+	j.w = wSeqReadFill
+	v, err := runFioJob(ctx, m.path, j, e.c.runtime)
+	if err != nil {
+		r.fail(t, j.w.id, err)
+	} else {
+		r.add(j.w, t, v)
+		logf("fio %d/%d %-13s %-11s %10.1f %s", rep, e.c.repeats, t.key, j.w.id, v, j.w.unit)
+	}
+	err = unmount(m)
+	clearDiskCache()
+	return err
 }
