@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -16,24 +13,6 @@ import (
 	"sshfsm/internal/netproxy"
 	"sshfsm/internal/testenv"
 )
-
-// proxied starts a proxy in front of h and writes an ssh config whose alias
-// reaches h through it while still verifying h's host key.
-func proxied(t *testing.T, h *testenv.Host) (*netproxy.Proxy, []string, string) {
-	t.Helper()
-	p, err := netproxy.Listen("127.0.0.1:0", net.JoinHostPort(h.Addr, strconv.Itoa(h.Port)), netproxy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	const alias = "sshfsm-test-proxied"
-	cfg := filepath.Join(t.TempDir(), "ssh_config")
-	block := h.ConfigBlockVia(alias, "127.0.0.1", p.Port()) + "\tStrictHostKeyChecking yes\n"
-	if err := os.WriteFile(cfg, []byte(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p, []string{"-F", cfg}, alias + ":" + h.Dir
-}
 
 // TestBlackhole cuts the link silently (nothing answers, nothing closes):
 // calls must fail within the timeout, blocked calls must yield to SIGINT,
@@ -51,7 +30,7 @@ func TestBlackhole(t *testing.T) {
 	if err := os.Mkdir(h.Dir+"/unlisted", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, sshArgs, dest := proxied(t, h)
+	p, sshArgs, dest := proxied(t, h, netproxy.Options{})
 	// prefetch_depth=0: listing the root must not list "unlisted" ahead.
 	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=5", "reconnect", "prefetch_depth=0"}})
 

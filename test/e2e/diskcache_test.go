@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -65,17 +63,9 @@ func TestDiskCacheSurvivesKill(t *testing.T) {
 	// Four channels of at most 4 MiB/s: four rounds fetch no more than
 	// 4 × (450ms + the wait for a status) × 16 MiB/s, well below total.
 	const perConn = 4 << 20
-	p, err := netproxy.Listen("127.0.0.1:0", net.JoinHostPort(h.Addr, strconv.Itoa(h.Port)), netproxy.Symmetric(0, perConn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	cfg := filepath.Join(t.TempDir(), "ssh_config")
-	if err := os.WriteFile(cfg, []byte(h.ConfigBlockVia("crash-capped", "127.0.0.1", p.Port())), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p, sshArgs, dest := proxied(t, h, netproxy.Symmetric(0, perConn))
 	cacheDir := filepath.Join(t.TempDir(), "cache")
-	spec := mountSpec{sshArgs: []string{"-F", cfg}, dest: "crash-capped:" + h.Dir,
+	spec := mountSpec{sshArgs: sshArgs, dest: dest,
 		opts: []string{"cache_dir=" + cacheDir, "max_conns=4"}}
 	m := mount(t, h, spec)
 	r := rand.New(rand.NewSource(11))

@@ -6,16 +6,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"sshfsm/internal/netproxy"
 	"sshfsm/internal/testenv"
 )
 
@@ -292,4 +295,23 @@ func (m *Mount) startForeground(t *testing.T) {
 		}
 	}
 	t.Logf("mounted in the foreground: %s", strings.Join(args, " "))
+}
+
+// proxied starts a proxy with options o in front of h and writes an ssh
+// config whose alias reaches h through it while still verifying h's host
+// key; it returns the proxy, the ssh arguments and the mount's host:dir.
+func proxied(t *testing.T, h *testenv.Host, o netproxy.Options) (*netproxy.Proxy, []string, string) {
+	t.Helper()
+	p, err := netproxy.Listen("127.0.0.1:0", net.JoinHostPort(h.Addr, strconv.Itoa(h.Port)), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	const alias = "sshfsm-test-proxied"
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	block := h.ConfigBlockVia(alias, "127.0.0.1", p.Port()) + "\tStrictHostKeyChecking yes\n"
+	if err := os.WriteFile(cfg, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, []string{"-F", cfg}, alias + ":" + h.Dir
 }

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -215,16 +213,8 @@ func TestWarmRefuses(t *testing.T) {
 func TestWarmInterrupted(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	small := warmTree(t, filepath.Join(h.Dir, "tree"), 40, 50, 1)
-	p, err := netproxy.Listen("127.0.0.1:0", net.JoinHostPort(h.Addr, strconv.Itoa(h.Port)), netproxy.Symmetric(5*time.Millisecond, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	cfg := filepath.Join(t.TempDir(), "ssh_config")
-	if err := os.WriteFile(cfg, []byte(h.ConfigBlockVia("warm-slow", "127.0.0.1", p.Port())), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := mount(t, h, mountSpec{sshArgs: []string{"-F", cfg}, dest: "warm-slow:" + h.Dir})
+	_, sshArgs, dest := proxied(t, h, netproxy.Symmetric(5*time.Millisecond, 0))
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest})
 
 	cmd := exec.Command(binary(t), "warm", "--content", "--jobs", "2", m.Path("tree"))
 	var out bytes.Buffer
@@ -248,7 +238,7 @@ func TestWarmInterrupted(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	took := time.Since(sent)
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 130 || !strings.Contains(out.String(), "stopped") {
