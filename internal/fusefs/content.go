@@ -232,9 +232,7 @@ func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcach
 	for range 2 {
 		fl, first := h.n.fsys.fills.start(k)
 		if first {
-			data, release, err := h.fetchRange(ctx, e, r)
-			h.n.fsys.fills.end(k, fl, err)
-			return data, release, err
+			return h.fetchAs(ctx, e, r, k, fl)
 		}
 		select {
 		case <-fl.done:
@@ -246,6 +244,13 @@ func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcach
 		}
 	}
 	return h.fetchRange(ctx, e, r)
+}
+
+// fetchAs fetches r as the fill fl registered under k, and ends it.
+func (h *handle) fetchAs(ctx context.Context, e *contentcache.Entry, r contentcache.Range, k fillKey, fl *fill) ([]byte, func(), error) {
+	data, release, err := h.fetchRange(ctx, e, r)
+	h.n.fsys.fills.end(k, fl, err)
+	return data, release, err
 }
 
 func (h *handle) fillKey(r contentcache.Range) fillKey {
@@ -262,42 +267,37 @@ func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r conten
 		return nil, nil, err
 	}
 	var buf []byte
+	got := 0
 	release := func() {}
 	if br, ok := f.(remote.BufferReader); ok {
 		data, rel, err := br.ReadAtBuf(ctx, int(r.Len), r.Off)
-		switch {
-		case err != nil && !errors.Is(err, io.EOF):
+		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, nil, err
-		case int64(len(data)) == r.Len:
-			buf, release = data, rel
-		default: // short: completed below, or the file shrank
+		}
+		if int64(len(data)) == r.Len {
+			buf, got, release = data, len(data), rel
+		} else { // short: completed below, or the file shrank
 			buf = make([]byte, r.Len)
-			copy(buf, data)
+			got = copy(buf, data)
 			rel()
-			buf = buf[:len(data)]
+		}
+	} else {
+		buf = make([]byte, r.Len)
+	}
+	for got < len(buf) {
+		k, err := f.ReadAt(ctx, buf[got:], r.Off+int64(got))
+		got += k
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
-	if int64(len(buf)) < r.Len {
-		got := len(buf)
-		if buf == nil {
-			buf = make([]byte, r.Len)
-		}
-		buf = buf[:r.Len]
-		for got < len(buf) {
-			k, err := f.ReadAt(ctx, buf[got:], r.Off+int64(got))
-			got += k
-			if errors.Is(err, io.EOF) || (err == nil && k == 0) {
-				break
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-		}
-		// A version's blocks are all there up to its size: a short
-		// read means the file shrank.
-		if got < len(buf) {
-			return nil, nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
-		}
+	// A version's blocks are all there up to its size: a short read
+	// means the file shrank.
+	if got < len(buf) {
+		return nil, nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
 	}
 	if err := e.Fill(buf, r.Off); err != nil {
 		// The disk cache is best effort: the bytes fetched answer the

@@ -57,7 +57,7 @@ func (s readAheadSlots) give() { <-s }
 // readAhead notes a read of n bytes at off and, when the handle reads in
 // order, starts fetching the missing blocks ahead of it.
 func (h *handle) readAhead(e *contentcache.Entry, off, n int64) {
-	if h.w != nil || n <= 0 {
+	if n <= 0 {
 		return
 	}
 	bs := h.n.fsys.opts.Content.BlockSize()
@@ -108,9 +108,7 @@ func (h *handle) fetchAhead(ctx context.Context, e *contentcache.Entry, off int6
 	go func() {
 		defer slots.give()
 		defer e.Release()
-		_, release, err := h.fetchRange(ctx, e, r)
-		h.n.fsys.fills.end(k, fl, err)
-		if err == nil {
+		if _, release, err := h.fetchAs(ctx, e, r, k, fl); err == nil {
 			release()
 		}
 	}()
