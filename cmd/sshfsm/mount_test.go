@@ -29,7 +29,8 @@ func sshHost(t *testing.T) (*testenv.Host, []string) {
 	return h, h.SSHArgs()
 }
 
-// serving lists the sshfsm processes whose command line holds mnt. A
+// serving lists the sshfsm processes that still run (testenv.Alive) whose
+// command line holds mnt. A
 // child of one of them is left out: it is a fork about to run another
 // program (ssh), and still shows sshfsm's command line.
 func serving(mnt string) []int {
@@ -47,7 +48,7 @@ func serving(mnt string) []int {
 		args := strings.Split(string(b), "\x00")
 		if filepath.Base(args[0]) == "sshfsm" && strings.Contains(string(b), mnt) {
 			st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-			if i := bytes.LastIndexByte(st, ')'); err == nil && i > 0 && !strings.Contains(string(st), ") Z ") {
+			if i := bytes.LastIndexByte(st, ')'); err == nil && i > 0 && testenv.Alive(pid) {
 				if f := strings.Fields(string(st[i+1:])); len(f) > 1 {
 					parents[pid], _ = strconv.Atoi(f[1])
 				}

@@ -112,7 +112,7 @@ func TestKillAndRestart(t *testing.T) {
 		t.Fatalf("ssh took %v to notice the killed host", d)
 	}
 	for _, c := range append(children, pid) {
-		if alive(c) {
+		if Alive(c) {
 			t.Fatalf("process %d (%s) of the killed host still runs", c, cmdline(c))
 		}
 	}

@@ -75,7 +75,7 @@ func TestMainFailsOnLeaks(t *testing.T) {
 	// Main also removed what it reported.
 	for _, m := range regexp.MustCompile(`LEAKPID=(\d+)`).FindAllStringSubmatch(string(out), -1) {
 		pid, _ := strconv.Atoi(m[1])
-		if alive(pid) {
+		if Alive(pid) {
 			t.Errorf("leaked process %d still runs: %s", pid, cmdline(pid))
 		}
 	}

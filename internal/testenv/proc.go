@@ -57,10 +57,22 @@ func readProc(pid int) (proc, bool) {
 	return proc{pid: pid, ppid: ppid, comm: string(b[open+1 : closing]), state: f[0][0]}, true
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
+// Alive reports whether process pid still runs: it exists and is not a
+// zombie, or it is a zombie whose other threads are still exiting. A
+// thread group's leader turns zombie before its other threads have
+// exited, and until they have they hold the process's files, /dev/fuse
+// among them: a request the kernel hands one of them fails with EIO, not
+// with the ENOTCONN of a connection that is gone.
+func Alive(pid int) bool {
 	p, ok := readProc(pid)
-	return ok && p.state != 'Z' && p.state != 'X'
+	switch {
+	case !ok || p.state == 'X':
+		return false
+	case p.state != 'Z':
+		return true
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	return err == nil && len(tasks) > 1
 }
 
 // descendants returns every live process below pid, children first.
@@ -124,7 +136,7 @@ func waitGone(set map[int]bool, d time.Duration) {
 	for time.Now().Before(deadline) {
 		left := false
 		for p := range set {
-			if alive(p) {
+			if Alive(p) {
 				left = true
 				break
 			}
@@ -176,7 +188,7 @@ func KillSSHD(pidFile, cfg string) error {
 	if cfg, err = filepath.Abs(cfg); err != nil {
 		return err
 	}
-	if alive(pid) && strings.Contains(cmdline(pid), cfg) {
+	if Alive(pid) && strings.Contains(cmdline(pid), cfg) {
 		killTree(pid)
 	}
 	return nil
