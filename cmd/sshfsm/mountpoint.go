@@ -24,7 +24,7 @@ func checkMountpoint(p string) (string, error) {
 	}
 	fi, err := os.Stat(abs)
 	switch {
-	case errors.Is(err, syscall.ENOTCONN):
+	case errors.Is(err, syscall.ENOTCONN), caughtByEnd(err) && isDead(abs):
 		return "", deadMount(p, abs)
 	case errors.Is(err, os.ErrNotExist):
 		return "", config.Errorf(config.ExitMountpoint, "mountpoint %s does not exist; create it first (mkdir %s)", p, p)
@@ -60,6 +60,25 @@ func deadMount(p, abs string) error {
 // isDead reports whether the FUSE filesystem at dir lost its server. A
 // server that does not answer within a second counts as alive.
 func isDead(dir string) bool {
+	for range 2 {
+		err := listWithin(dir, time.Second)
+		if !caughtByEnd(err) {
+			return errors.Is(err, syscall.ENOTCONN)
+		}
+	}
+	return false
+}
+
+// caughtByEnd reports an error of the first call to reach a FUSE mount
+// whose server has just died: the kernel fails that request with
+// ECONNABORTED, or EIO, and the next with ENOTCONN.
+func caughtByEnd(err error) bool {
+	return errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EIO)
+}
+
+// listWithin opens dir and reads a name of it; a call still blocked
+// after d is left behind and reported as nil.
+func listWithin(dir string, d time.Duration) error {
 	done := make(chan error, 1)
 	go func() {
 		f, err := os.Open(dir)
@@ -71,9 +90,9 @@ func isDead(dir string) bool {
 	}()
 	select {
 	case err := <-done:
-		return errors.Is(err, syscall.ENOTCONN)
-	case <-time.After(time.Second):
-		return false
+		return err
+	case <-time.After(d):
+		return nil
 	}
 }
 
