@@ -38,6 +38,12 @@ type faulty struct {
 	mu      sync.Mutex // guards down, changed
 	down    bool
 	changed chan struct{}
+	// statGate, when set before the set is used, holds every Stat of an
+	// open file until it is closed or the call's ctx ends.
+	statGate chan struct{}
+	// lstatAnswered, when set before the set is used, runs once an Lstat
+	// has its server's answer, before it returns.
+	lstatAnswered func()
 }
 
 func (f *faulty) set(m mode) { f.mode.Store(int32(m)) }
@@ -93,6 +99,9 @@ func (f *faulty) Lstat(ctx context.Context, p string) (remote.Attr, error) {
 		return remote.Attr{}, err
 	}
 	a, err := f.Remote.Lstat(ctx, p)
+	if f.lstatAnswered != nil {
+		f.lstatAnswered()
+	}
 	return a, f.after(err)
 }
 
@@ -176,6 +185,13 @@ func (ff *faultyFile) WriteAt(ctx context.Context, p []byte, off int64) (int, er
 }
 
 func (ff *faultyFile) Stat(ctx context.Context) (remote.Attr, error) {
+	if g := ff.f.statGate; g != nil {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return remote.Attr{}, ctx.Err()
+		}
+	}
 	if err := ff.f.before(ctx); err != nil {
 		return remote.Attr{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"sshfsm/internal/remote"
 )
@@ -198,6 +199,22 @@ func (f *file) move(ctx context.Context, gen uint64, failed *member, cause error
 // reopen opens the file on the best member that answers: by load for a
 // reader, the primary for a writer.
 func (f *file) reopen(ctx context.Context) (*member, remote.File, error) {
+	// What the re-open is checked against comes first, outside any
+	// member's attempt, so that waiting for it never counts against the
+	// member: for as long as an attempt may take. Past that (the member
+	// that was asked hung), the handle goes on without it, as check says.
+	wait := f.s.o.Timeout
+	if wait <= 0 {
+		wait = f.s.o.ProbeTimeout
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-f.learned:
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
 	var tried uint64
 	var last error
 	for {
@@ -246,19 +263,15 @@ func (f *file) reopenOn(ctx context.Context, m *member) (remote.File, error) {
 	return rf, nil
 }
 
-// check verifies a re-opened file against the attributes the handle knew:
-// size and mtime unchanged, else reading on would mix two versions.
+// check verifies a re-opened file against the attributes the handle knew
+// (reopen waited for learn, or gave up on it): size and mtime unchanged,
+// else reading on would mix two versions.
 func (f *file) check(ctx context.Context, rf remote.File) error {
 	f.mu.Lock()
 	wrote := f.wrote
 	f.mu.Unlock()
 	if wrote {
 		return nil
-	}
-	select {
-	case <-f.learned:
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 	a, err := rf.Stat(ctx)
 	if err != nil {

@@ -66,6 +66,7 @@ func (s *Set) probe(m *member, periodic bool) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.o.ProbeTimeout)
 	defer cancel()
+	failovers := m.failovers.Load()
 	start := time.Now()
 	_, err := m.r.Lstat(ctx, "")
 	switch {
@@ -74,7 +75,7 @@ func (s *Set) probe(m *member, periodic bool) {
 		if periodic {
 			m.sample(time.Since(start))
 		}
-		s.rejoin(m)
+		s.rejoin(m, failovers)
 	case errors.Is(err, context.DeadlineExceeded) || connLevel(s.ctx, err):
 		s.takeOut(m, err)
 	default:

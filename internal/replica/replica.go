@@ -163,22 +163,26 @@ func (m *member) epochCtx() context.Context {
 // takeOut removes m from service after err; its reads under way are
 // cancelled so that they move to another member at once.
 func (s *Set) takeOut(m *member, err error) {
-	if !m.up.CompareAndSwap(true, false) {
+	m.mu.Lock()
+	if !m.up.Load() {
+		m.mu.Unlock()
 		return
 	}
-	m.mu.Lock()
+	m.up.Store(false)
 	m.endEpoch()
 	m.since, m.lastErr = time.Now(), err.Error()
+	m.failovers.Add(1) // under mu: rejoin compares it
 	m.mu.Unlock()
-	m.failovers.Add(1)
 	s.log.Warn("replica taken out", "member", m.name, "err", err)
 	s.broadcast()
 }
 
-// rejoin returns m to service.
-func (s *Set) rejoin(m *member) {
+// rejoin returns m to service after a probe that began when m had been
+// taken out failovers times. A probe that began before a later take-out
+// proves nothing about the fault that took it out.
+func (s *Set) rejoin(m *member, failovers uint64) {
 	m.mu.Lock()
-	if m.up.Load() || s.ctx.Err() != nil {
+	if m.up.Load() || m.failovers.Load() != failovers || s.ctx.Err() != nil {
 		m.mu.Unlock()
 		return
 	}

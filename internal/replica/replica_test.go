@@ -99,6 +99,44 @@ func TestSpreadAndLocality(t *testing.T) {
 	}
 }
 
+// A member that hangs before it told a new handle its file's attributes
+// (the handle learns them in the background after Open) does not stall
+// the move: the re-open does not wait for the hung member's answer within
+// the healthy member's attempt, so the healthy member stays in service
+// and serves the read.
+func TestReadFailoverBeforeAttributes(t *testing.T) {
+	s, fms, dir := newSet(t, 2, Options{Timeout: 300 * time.Millisecond})
+	want := randomFile(t, filepath.Join(dir, "f"), 1<<20, 2)
+	for _, fm := range fms {
+		fm.statGate = make(chan struct{})
+	}
+	f, err := s.Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	on := 0
+	if s.Stats()[1].Handles == 1 {
+		on = 1
+	}
+	close(fms[1-on].statGate)
+	fms[on].set(hanging)
+	got := make([]byte, len(want))
+	start := time.Now()
+	if n, err := f.ReadAt(bg, got, 0); n != len(want) || (err != nil && err != io.EOF) {
+		t.Fatalf("read after the fault: %d, %v", n, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("failover took %v", d)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("content differs after failover")
+	}
+	if st := s.Stats(); st[on].Up || !st[1-on].Up || st[1-on].Handles != 1 {
+		t.Fatalf("stats after failover: %+v", st)
+	}
+}
+
 // A read-only handle whose member breaks mid-file moves to the other one:
 // no error, the right bytes, the member taken out.
 func TestReadFailover(t *testing.T) {
@@ -115,6 +153,9 @@ func TestReadFailover(t *testing.T) {
 			if _, err := f.ReadAt(bg, got[:1000], 0); err != nil {
 				t.Fatal(err)
 			}
+			// The handle is established: it learned what a move checks
+			// (TestReadFailoverBeforeAttributes covers the time before).
+			<-f.(*file).learned
 			on := 0
 			if s.Stats()[1].Handles == 1 {
 				on = 1
@@ -230,13 +271,13 @@ func TestResentChanges(t *testing.T) {
 		t.Fatalf("new: %v", err)
 	}
 	fms[0].set(healthy)
-	s.rejoin(s.members[0])
+	s.probe(s.members[0], false)
 	fms[0].set(answerLost)
 	if err := s.Remove(bg, "victim"); err != nil {
 		t.Fatalf("remove re-sent: %v", err)
 	}
 	fms[0].set(healthy)
-	s.rejoin(s.members[0])
+	s.probe(s.members[0], false)
 	fms[0].set(answerLost)
 	f, err := s.Open(bg, "excl", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -244,7 +285,7 @@ func TestResentChanges(t *testing.T) {
 	}
 	f.Close(bg)
 	fms[0].set(healthy)
-	s.rejoin(s.members[0])
+	s.probe(s.members[0], false)
 	fms[0].set(broken) // never reaches the server: the existing dir is an answer
 	if err := s.Mkdir(bg, "old", 0o755); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("mkdir of an existing directory, first attempt not sent: %v", err)
@@ -306,6 +347,37 @@ func TestRejoinNeedsProbe(t *testing.T) {
 	}
 	if r := s.Stats()[0].Rejoins; r != 1 {
 		t.Fatalf("rejoins = %d", r)
+	}
+}
+
+// A probe answered before its member was taken out, but seen after, does
+// not bring the member back: only a probe sent after the fault can.
+func TestStaleProbeDoesNotRejoin(t *testing.T) {
+	s, fms, _ := newSet(t, 2, Options{ProbeInterval: time.Hour})
+	answered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fms[0].lstatAnswered = func() {
+		once.Do(func() {
+			close(answered)
+			<-release
+		})
+	}
+	m := s.members[0]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.probe(m, false)
+	}()
+	<-answered
+	s.takeOut(m, errInjected)
+	close(release)
+	<-done
+	if st := s.Stats()[0]; st.Up || st.Rejoins != 0 {
+		t.Fatalf("a probe answered before the take-out brought the member back: %+v", st)
+	}
+	s.probe(m, false)
+	if st := s.Stats()[0]; !st.Up || st.Rejoins != 1 {
+		t.Fatalf("a probe after the take-out did not bring the member back: %+v", st)
 	}
 }
 
