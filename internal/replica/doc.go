@@ -29,8 +29,9 @@ package replica
 // such as ENOENT, EACCES or EIO), when its Health reports it down, or when
 // a probe fails to connect. Its reads under way are cancelled and sent to
 // another member; its open files move on their next call. It rejoins when
-// its Health says up and a probe succeeds. Files that moved stay where
-// they are; new opens use the rejoined member again.
+// its Health says up and a probe sent after it was taken out succeeds.
+// Files that moved stay where they are; new opens use the rejoined member
+// again.
 //
 // A moved file is re-opened by path on another member without O_CREATE,
 // O_EXCL and O_TRUNC.
