@@ -423,3 +423,32 @@ func TestSymlinks(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkedNamesShareAttributes checks that a file given a second name
+// through the mount shows, under either name, what was written through the
+// other: each name has its own entry in its directory's cached listing, and
+// a lookup answered from the entry of the name not written through would
+// hand the kernel the old size.
+func TestLinkedNamesShareAttributes(t *testing.T) {
+	o := defaultOpts()
+	o.AttrTimeout, o.EntryTimeout = 0, 0 // every stat looks up and asks again
+	tm := mountWith(t, o, nil)
+	target, link := tm.path("target"), tm.path("link")
+	mustWrite(t, target, []byte("hello"))
+	if _, err := os.ReadDir(tm.mnt); err != nil { // the listing answers lookups
+		t.Fatal(err)
+	}
+	if err := os.Link(target, link); err != nil {
+		t.Fatal(err)
+	}
+	want := "changed through the link"
+	mustWrite(t, link, []byte(want))
+	for _, p := range []string{target, link} {
+		if fi, err := os.Stat(p); err != nil || fi.Size() != int64(len(want)) {
+			t.Fatalf("stat %s: %v, %v; want size %d", filepath.Base(p), fi, err, len(want))
+		}
+		if got, err := os.ReadFile(p); err != nil || string(got) != want {
+			t.Fatalf("read %s = %q, %v; want %q", filepath.Base(p), got, err, want)
+		}
+	}
+}

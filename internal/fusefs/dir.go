@@ -173,10 +173,16 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		d.n.filesLeftOut.Store(true)
 		return nil, syscall.ENOENT
 	}
+	p := join(d.dir, name)
 	if ch := d.n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
 		return d.n.lookup(ctx, name, out)
 	}
-	p := join(d.dir, name)
+	if ino == 0 {
+		ino = d.n.fsys.inos.get(p)
+	}
+	if d.n.fsys.inos.hardLinked(ino) {
+		return d.n.lookup(ctx, name, out)
+	}
 	if d.n.fsys.opts.FollowSymlinks && isLink(a) {
 		var err error
 		if a, err = d.n.fsys.ns.Stat(ctx, p); err != nil {

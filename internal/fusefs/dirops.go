@@ -148,6 +148,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	}
 	n.fsys.dirs.Set(dir, name, a)
 	n.fsys.inos.set(p, tn.StableAttr().Ino)
+	n.fsys.inos.markHardLinked(tn.StableAttr().Ino)
 	tn.report(a, end, &out.Attr)
 	return tn.EmbeddedInode(), 0
 }

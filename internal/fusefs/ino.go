@@ -17,17 +17,37 @@ const rootIno = 1
 // A collision between the hashes of two paths never seen renamed is not
 // detected; at 64 bits it needs billions of files to become likely.
 type inoTable struct {
-	mu sync.Mutex // guards byPath and taken
+	mu sync.Mutex // guards byPath, taken and hardLinks
 	// byPath holds the paths whose number is not their hash.
 	byPath map[string]uint64
 	// taken maps every number in byPath, and the hashed number of every
 	// path renamed away or deleted while still in use, to its holder
 	// ("" for a deleted file still open).
 	taken map[uint64]string
+	// hardLinks holds the numbers of files given another name through the
+	// mount (link(2)). Each name has its own entry in its directory's
+	// listing, and a change made through one name leaves the others'
+	// entries stale, so lookups of such a file ask the server.
+	hardLinks map[uint64]bool
 }
 
 func newInoTable() *inoTable {
-	return &inoTable{byPath: map[string]uint64{}, taken: map[uint64]string{}}
+	return &inoTable{byPath: map[string]uint64{}, taken: map[uint64]string{}, hardLinks: map[uint64]bool{}}
+}
+
+// markHardLinked records that the file numbered v has several names.
+func (t *inoTable) markHardLinked(v uint64) {
+	t.mu.Lock()
+	t.hardLinks[v] = true
+	t.mu.Unlock()
+}
+
+// hardLinked reports whether the file numbered v was given another name
+// through the mount.
+func (t *inoTable) hardLinked(v uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.hardLinks[v]
 }
 
 // hashIno is FNV-1a (64 bits) of p, computed in place: it runs for every
