@@ -174,13 +174,7 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, syscall.ENOENT
 	}
 	p := join(d.dir, name)
-	if ch := d.n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
-		return d.n.lookup(ctx, name, out)
-	}
-	if ino == 0 {
-		ino = d.n.fsys.inos.get(p)
-	}
-	if d.n.fsys.inos.hardLinked(ino) {
+	if ch := d.n.GetChild(name); (ch != nil && ch.Operations().(*node).writing()) || d.n.fsys.inos.hardLinked(p, ino) {
 		return d.n.lookup(ctx, name, out)
 	}
 	if d.n.fsys.opts.FollowSymlinks && isLink(a) {

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 const rootIno = 1
@@ -28,7 +29,8 @@ type inoTable struct {
 	// mount (link(2)). Each name has its own entry in its directory's
 	// listing, and a change made through one name leaves the others'
 	// entries stale, so lookups of such a file ask the server.
-	hardLinks map[uint64]bool
+	hardLinks    map[uint64]bool
+	anyHardLinks atomic.Bool // hardLinks is not empty
 }
 
 func newInoTable() *inoTable {
@@ -40,11 +42,19 @@ func (t *inoTable) markHardLinked(v uint64) {
 	t.mu.Lock()
 	t.hardLinks[v] = true
 	t.mu.Unlock()
+	t.anyHardLinks.Store(true)
 }
 
-// hardLinked reports whether the file numbered v was given another name
-// through the mount.
-func (t *inoTable) hardLinked(v uint64) bool {
+// hardLinked reports whether the file at p, numbered v (0: not looked up
+// yet), was given another name through the mount. Lookups and stats ask
+// on every request: until a link is made it costs one atomic load.
+func (t *inoTable) hardLinked(p string, v uint64) bool {
+	if !t.anyHardLinks.Load() {
+		return false
+	}
+	if v == 0 {
+		v = t.get(p)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.hardLinks[v]

@@ -130,7 +130,7 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if ch := n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
 		end = ch.Operations().(*node).pending.end()
 		a, err = n.fsys.ns.Lstat(ctx, p)
-	} else if n.fsys.inos.hardLinked(n.fsys.inos.get(p)) {
+	} else if n.fsys.inos.hardLinked(p, 0) {
 		a, err = n.fsys.ns.Lstat(ctx, p)
 	} else {
 		a, err = n.fsys.lookupAttr(ctx, dir, name, p)
@@ -255,7 +255,7 @@ func (n *node) getattr(ctx context.Context, fh fs.FileHandle) (remote.Attr, sysc
 	// size it had wrong would cut or pad what it reads.
 	strict := n.fsys.opts.Mode == cache.Strict && n.StableAttr().Mode == syscall.S_IFREG
 	switch {
-	case linked && !n.writing() && !strict && !n.fsys.inos.hardLinked(n.StableAttr().Ino):
+	case linked && !n.writing() && !strict && !n.fsys.inos.hardLinked(p, n.StableAttr().Ino):
 		a, err = n.fsys.statPath(ctx, p)
 	case f != nil:
 		a, err = f.Stat(ctx)
