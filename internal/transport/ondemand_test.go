@@ -76,6 +76,29 @@ func TestOnDemandChannelsForSplitReads(t *testing.T) {
 	}
 }
 
+// A large read that arrives before the file's attributes are learned
+// cannot split yet, but it still asks for channels: a burst of first reads
+// of fresh files must open them as one large read does.
+func TestOnDemandChannelsForEarlyLargeRead(t *testing.T) {
+	h, _, dir := dialOnDemand(t, 3)
+	want := randomFile(t, filepath.Join(dir, "f"), 1<<20)
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	ff := f.(*file)
+	<-ff.learned
+	ff.mu.Lock()
+	ff.knownOK = false // as if the read came before the FSTAT's answer
+	ff.mu.Unlock()
+	got := make([]byte, len(want))
+	if n, err := f.ReadAt(bg, got, 0); n != len(want) || (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
+		t.Fatalf("read: %d %v", n, err)
+	}
+	waitUp(t, h, 3)
+}
+
 // Requests queueing behind others on the one open channel open more.
 func TestOnDemandChannelsForQueuedRequests(t *testing.T) {
 	h, _, dir := dialOnDemand(t, 2)

@@ -17,11 +17,13 @@ var errNoSplit = errors.New("file not readable on extra channels")
 // splittable reports whether a read of n bytes is worth serving over
 // several channels: read-only files (whose identity can be checked on each
 // channel), at least two packets, more than one channel up. With one up,
-// the read asks for more (Options.OnDemand) and the next ones split.
+// the read asks for more (Options.OnDemand) and the next ones split; it
+// asks even while the file's attributes are still being learned, so that
+// a burst of first reads, which cannot split yet, still opens channels.
 func (f *file) splittable(n int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.write || f.noSplit || !f.knownOK || f.primary == nil || n < 2*f.primary.maxPacket {
+	if f.write || f.noSplit || f.primary == nil || n < 2*f.primary.maxPacket {
 		return false
 	}
 	f.h.mu.Lock()
@@ -35,7 +37,7 @@ func (f *file) splittable(n int) bool {
 	if up < 2 {
 		f.h.want(min(n/f.primary.maxPacket, maxSplit) - up)
 	}
-	return up > 1
+	return up > 1 && f.knownOK
 }
 
 // readSplit reads size bytes into l in pieces of whole packets served
