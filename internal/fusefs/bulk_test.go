@@ -27,6 +27,13 @@ import (
 // and its host (for the request counters).
 func mountSSH(t *testing.T, th *testenv.Host, o Options) (*testMount, *transport.Host) {
 	t.Helper()
+	h := dialSSH(t, th)
+	return mountNS(t, th.Dir, namespace.Single(h.Remote()), o), h
+}
+
+// dialSSH connects to th's directory through real ssh.
+func dialSSH(t *testing.T, th *testenv.Host) *transport.Host {
+	t.Helper()
 	testenv.RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -36,9 +43,15 @@ func mountSSH(t *testing.T, th *testenv.Host, o Options) (*testMount, *transport
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	tm := &testMount{dir: th.Dir, mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
+	return h
+}
+
+// mountNS mounts ns; dir is where the test reads what the mount serves.
+func mountNS(t *testing.T, dir string, ns namespace.Namespace, o Options) *testMount {
+	t.Helper()
+	tm := &testMount{dir: dir, mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	o.Logger = slog.New(slog.NewTextHandler(tm.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := Mount(tm.mnt, namespace.Single(h.Remote()), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
+	srv, err := Mount(tm.mnt, ns, o, MountOptions{FsName: "test", Subtype: "sshfsm"})
 	if err != nil {
 		t.Fatalf("Mount: %v", err)
 	}
@@ -49,7 +62,7 @@ func mountSSH(t *testing.T, th *testenv.Host, o Options) (*testMount, *transport
 			t.Logf("filesystem log:\n%s", tm.logs)
 		}
 	})
-	return tm, h
+	return tm
 }
 
 // walkTree builds below root a tree of width directories of width
@@ -159,6 +172,64 @@ func TestBulkWalk(t *testing.T) {
 	// the listings of the root and of proj, before the walk began.
 	if execs != 2 || opendirs > 3 {
 		t.Errorf("%d execs and %d OPENDIR for %d directories", execs, opendirs, dirs)
+	}
+}
+
+// Walks of a union and of grafts of two hosts are listed by one remote
+// command per host, as on one host: the union merges the hosts' tree
+// listings, the graft passes each one on below its name.
+func TestBulkWalkUnionAndGrafts(t *testing.T) {
+	th0, th1 := testenv.StartHost(t, "127.0.0.2"), testenv.StartHost(t, "127.0.0.3")
+	walkTree(t, filepath.Join(th0.Dir, "proj"), 6, 8)
+	walkTree(t, filepath.Join(th1.Dir, "proj"), 4, 3) // merges with th0's proj
+	mustWrite(t, filepath.Join(th1.Dir, "proj", "only1"), []byte("1"))
+	// What the union shows: th0's copies win, th1 adds its other names.
+	merged := t.TempDir()
+	for _, dir := range []string{th1.Dir, th0.Dir} {
+		if out, err := exec.Command("cp", "-a", filepath.Join(dir, "proj"), merged).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+	}
+	counts := func(hs ...*transport.Host) (execs, opendirs uint64) {
+		for _, h := range hs {
+			r := h.Stats().Requests
+			execs, opendirs = execs+r["exec"], opendirs+r["OPENDIR"]
+		}
+		return
+	}
+
+	h0, h1 := dialSSH(t, th0), dialSSH(t, th1)
+	u, err := namespace.NewUnion([]namespace.Branch{{Name: "h0", Remote: h0.Remote()}, {Name: "h1", Remote: h1.Remote()}}, namespace.UnionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := mountNS(t, th0.Dir, u, walkOpts())
+	e0, o0 := counts(h0, h1)
+	n := sameTree(t, filepath.Join(merged, "proj"), tm.path("proj"))
+	e1, o1 := counts(h0, h1)
+	t.Logf("union: %d names: %d execs, %d OPENDIR", n, e1-e0, o1-o0)
+	// One command per host for the tree, one more per host below the
+	// first one's last level on th0's chain; the root and proj listed first.
+	if e1-e0 > 4 || o1-o0 > 6 {
+		t.Errorf("union walk: %d execs and %d OPENDIR", e1-e0, o1-o0)
+	}
+
+	g0, g1 := dialSSH(t, th0), dialSSH(t, th1)
+	g, err := namespace.NewGraft(nil, []namespace.Graft{{Name: "A", NS: namespace.Single(g0.Remote())}, {Name: "B", NS: namespace.Single(g1.Remote())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm := mountNS(t, th0.Dir, g, walkOpts())
+	e0, o0 = counts(g0, g1)
+	if got := findIn(t, gm.mnt); len(got) != len(findIn(t, th0.Dir))+len(findIn(t, th1.Dir))+1 {
+		t.Errorf("graft root: find lists %d names", len(got))
+	}
+	sameTree(t, filepath.Join(th0.Dir, "proj"), gm.path("A/proj"))
+	sameTree(t, filepath.Join(th1.Dir, "proj"), gm.path("B/proj"))
+	e1, o1 = counts(g0, g1)
+	t.Logf("grafts: %d execs, %d OPENDIR", e1-e0, o1-o0)
+	if e1-e0 > 4 || o1-o0 > 6 {
+		t.Errorf("graft walk: %d execs and %d OPENDIR", e1-e0, o1-o0)
 	}
 }
 

@@ -62,6 +62,10 @@
 // a writable branch. SetAttr of a merged directory changes the winning
 // copy, whose attributes the union shows.
 //
+// ListTree (remote.TreeLister) lists a subtree with one tree listing per
+// contributing branch, in parallel, and merges them as ReadDir would,
+// reporting nothing until every branch has answered.
+//
 // StatFS adds up the branches that are up, each distinct filesystem once:
 // branches reporting the same non-zero Fsid share one; branches without a
 // usable Fsid count separately.
@@ -91,7 +95,8 @@
 // removed, renamed or replaced (EBUSY) and its name cannot be created
 // again (EEXIST); renames and links between a graft and anything else fail
 // with EXDEV. Without a base, the root holds only the grafts: creating a
-// name there fails with EACCES. The graft namespace implements
+// name there fails with EACCES. ListTree of the root lists the base and
+// every graft in parallel; below a graft's name it is the graft's own. The graft namespace implements
 // remote.Health over the base and the grafts, and passes on every change a
 // union or graft among them reports.
 package namespace

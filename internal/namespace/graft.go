@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,9 @@ type graft struct {
 	names  []string // sorted
 	health *healthSet
 	root   remote.Attr // reported for a root without base and for grafts that are down
+
+	treeOnce sync.Once
+	trees    map[Namespace]*treeMember // by member, set once by treeOnce
 }
 
 type grafted struct {
@@ -197,6 +201,12 @@ func (g *graft) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error
 // every graft with the attributes of its root, all in parallel. A graft
 // that is down or does not answer shows with the synthetic root's.
 func (g *graft) readRoot(ctx context.Context) ([]remote.DirEntry, error) {
+	return g.rootListing(ctx, nil, false)
+}
+
+// rootListing is readRoot, given the base's root listing when known (a
+// tree listing of the base brought it).
+func (g *graft) rootListing(ctx context.Context, baseRoot []remote.DirEntry, known bool) ([]remote.DirEntry, error) {
 	type answer struct {
 		i   int
 		a   remote.Attr
@@ -216,7 +226,10 @@ func (g *graft) readRoot(ctx context.Context) ([]remote.DirEntry, error) {
 	}
 	var out []remote.DirEntry
 	if g.base != nil && !(isDown(g.base)) {
-		ents, err := g.base.ReadDir(ctx, "")
+		ents, err := baseRoot, error(nil)
+		if !known {
+			ents, err = g.base.ReadDir(ctx, "")
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,12 @@ type copyRef struct {
 // of each subdirectory, which matters for directories of thousands of
 // files.
 func (u *union) merge(dir string, lists [][]remote.DirEntry, gen uint64) []remote.DirEntry {
+	return u.mergeWith(dir, lists, gen, nil)
+}
+
+// mergeWith is merge that also hands each subdirectory's layout to sub,
+// when sub is not nil.
+func (u *union) mergeWith(dir string, lists [][]remote.DirEntry, gen uint64, sub func(name string, l dirLayout)) []remote.DirEntry {
 	refs := sortedRefs(lists)
 	out := make([]remote.DirEntry, 0, len(refs))
 	for lo := 0; lo < len(refs); {
@@ -37,7 +43,11 @@ func (u *union) merge(dir string, lists [][]remote.DirEntry, gen uint64) []remot
 		w := lists[refs[lo].br][refs[lo].i]
 		out = append(out, w)
 		if isDir(w.Attr) {
-			u.layouts.put(join(dir, w.Name), runLayout(lists, refs[lo:hi]), gen)
+			l := runLayout(lists, refs[lo:hi])
+			u.layouts.put(join(dir, w.Name), l, gen)
+			if sub != nil {
+				sub(w.Name, l)
+			}
 		}
 		lo = hi
 	}
