@@ -44,6 +44,7 @@ type Stats struct {
 	EvictedBytes int64
 	Dropped      int64 // blocks that failed their check and were dropped
 	Shared       int64 // entries linked to another's copy of the same content
+	Loads        int64 // entries read from disk by an Entry call while none of the same Key was held
 }
 
 const (
@@ -97,7 +98,7 @@ type Cache struct {
 
 type counters struct {
 	hitBytes, hitBlocks, missBytes, missBlocks, fillBytes atomic.Int64
-	evictions, evictedBytes, dropped, shared              atomic.Int64
+	evictions, evictedBytes, dropped, shared, loads       atomic.Int64
 }
 
 // Open opens (creating it if needed) the content store in o.Dir. It reads
@@ -197,6 +198,7 @@ func (c *Cache) Entry(k Key) (*Entry, error) {
 	s.refs++
 	c.mu.Unlock()
 	if !loaded {
+		c.stats.loads.Add(1)
 		s.loadErr = s.load()
 		close(s.ready)
 	}
@@ -280,6 +282,7 @@ func (c *Cache) Stats() Stats {
 		MissBytes: s.missBytes.Load(), MissBlocks: s.missBlocks.Load(),
 		FillBytes: s.fillBytes.Load(), Evictions: s.evictions.Load(),
 		EvictedBytes: s.evictedBytes.Load(), Dropped: s.dropped.Load(), Shared: s.shared.Load(),
+		Loads: s.loads.Load(),
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sshfsm/internal/cache"
 	"sshfsm/internal/contentcache"
 	"sshfsm/internal/namespace"
@@ -509,4 +511,69 @@ func damageCache(t *testing.T, cacheDir string) int {
 		t.Fatal(err)
 	}
 	return len(seen)
+}
+
+// A read-only open of a file whose data the kernel keeps asks neither the
+// server nor the disk cache; when the kernel has dropped the data since,
+// the first read finds it in the disk cache, and a name renamed over
+// through the mount in between keeps the handle on the old file.
+func TestDiskCacheKeptOpens(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	small, big := randomBytes(70_000, 2), randomBytes(2<<20+999, 3)
+	writeOld(t, filepath.Join(dir, "small"), small, time.Hour)
+	writeOld(t, filepath.Join(dir, "big"), big, time.Hour)
+	writeOld(t, filepath.Join(dir, "other"), []byte("the new one"), time.Hour)
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	for name, want := range map[string][]byte{"small": small, "big": big, "other": []byte("the new one")} {
+		if got := readAll(t, m.path(name)); !bytes.Equal(got, want) {
+			t.Fatalf("first read of %s differs", name)
+		}
+	}
+	loads, opens := m.cache.Stats().Loads, m.hook.opens.Load()
+	for range 3 {
+		for name, want := range map[string][]byte{"small": small, "big": big} {
+			if got := readAll(t, m.path(name)); !bytes.Equal(got, want) {
+				t.Fatalf("re-read of %s differs", name)
+			}
+		}
+	}
+	if l, o := m.cache.Stats().Loads-loads, m.hook.opens.Load()-opens; l != 0 || o != 0 {
+		t.Errorf("re-reads of kept files loaded %d disk cache entries and sent %d OPENs, want none", l, o)
+	}
+
+	hits := m.cache.Stats().HitBytes
+	for name, want := range map[string][]byte{"small": small, "big": big} {
+		f, err := os.Open(m.path(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dropPages(t, m.path(name))
+		got, err := io.ReadAll(f)
+		f.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("read of %s after its pages were dropped: %v", name, err)
+		}
+	}
+	if got, want := m.cache.Stats().HitBytes-hits, int64(len(small)+len(big)); got != want {
+		t.Errorf("dropped pages: %d bytes read from the disk cache, want %d", got, want)
+	}
+	if o, r := m.hook.opens.Load()-opens, m.hook.reads.Load(); o != 0 {
+		t.Errorf("dropped pages: %d OPENs (%d reads in all) reached the server, want none", o, r)
+	}
+
+	f, err := os.Open(m.path("small"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Rename(m.path("other"), m.path("small")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("handle opened before a rename over its name read %d bytes (%v), want the old file", len(got), err)
+	}
 }

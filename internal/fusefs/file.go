@@ -32,6 +32,11 @@ type handle struct {
 	// nil when reads go to the server; ck names that version.
 	ce *contentcache.Entry
 	ck versionKey
+	// lateCache: a lazy open of a file whose data the kernel keeps; the
+	// first read looks for version ck in the disk cache (attachCache),
+	// as an eager open would have at open.
+	lateCache bool
+	cacheOnce sync.Once
 	// ra fetches the blocks ahead of a reader in order (fetchahead.go).
 	ra readAhead
 	// io is the kernel's I/O mode the handle is counted under
@@ -91,6 +96,11 @@ func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall
 	p, ok := n.path()
 	if !ok {
 		return nil, 0, syscall.ENOENT
+	}
+	if !writable(flags) && !n.fsys.pt.on.Load() {
+		if h, fl, ok := n.openKept(p, flags); ok {
+			return h, fl, 0
+		}
 	}
 	if !writable(flags) {
 		if h, fl, errno := n.openCached(ctx, p, flags); h != nil || errno != 0 {
@@ -163,6 +173,9 @@ func (n *node) cacheFlags(flags uint32, ifKept bool) (uint32, bool) {
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if err := h.n.pending.wait(ctx); err != nil {
 		return nil, h.n.fsys.toErrno(err)
+	}
+	if h.lateCache {
+		h.cacheOnce.Do(func() { h.attachCache(ctx) })
 	}
 	if e := h.cached(); e != nil {
 		if r, ok, errno := h.readCached(ctx, e, dest, off); ok || errno != 0 {

@@ -60,6 +60,58 @@ func (n *node) lazyOpen(p string) bool {
 	return ok && fileType(a) == syscall.S_IFREG && n.fsys.mayRead(a)
 }
 
+// openKept opens lazily, before anything else, a file whose data the
+// kernel keeps from a previous open of the same version (the common case
+// of a tree read again: grep, a build): neither the server nor the disk
+// cache is asked at open, and the first READ the page cache cannot serve
+// looks for that version in the disk cache (attachCache). ok is false
+// when the open must be made as usual. The attributes checked are the
+// ones lazyOpen finds fresh; in strict mode every open asks the server.
+func (n *node) openKept(p string, flags uint32) (*handle, uint32, bool) {
+	o := n.fsys.opts
+	// strict revalidates every open with the server (contentVersion).
+	if o.Content == nil || o.DirectIO || o.Mode == cache.Strict || !n.lazyOpen(p) {
+		return nil, 0, false
+	}
+	a, ok := n.freshAttr(p)
+	if !ok {
+		return nil, 0, false
+	}
+	fl, ok := n.cacheFlags(flags, true)
+	if !ok {
+		return nil, 0, false
+	}
+	h := &handle{n: n, lateCache: true, ck: contentKey(a)}
+	n.addLazy(h)
+	return h, fl, true
+}
+
+// attachCache gives a handle of openKept the disk cache's entry of the
+// version it was opened at, if the file still is that version and its
+// remote file was not opened meanwhile (openLazies, before its name went
+// away: it then reads that file).
+func (h *handle) attachCache(ctx context.Context) {
+	p, ok := h.n.path()
+	if !ok || h.opened() != nil {
+		return
+	}
+	a, ok, _ := h.n.contentVersion(ctx, p)
+	if !ok || contentKey(a) != h.ck {
+		return
+	}
+	e := h.n.fsys.contentEntry(p, a)
+	if e == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released || h.f != nil {
+		e.Release()
+		return
+	}
+	h.ce = e
+}
+
 // freshAttr returns the node's attributes from the parent's fresh
 // listing, else the ones fetched within AttrTimeout.
 func (n *node) freshAttr(p string) (remote.Attr, bool) {
