@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -462,4 +463,62 @@ func TestMountTypeSshfsm(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != int(config.ExitAuth) || !strings.Contains(string(out), "sshfsm: authentication to "+h.Addr+" failed") {
 		t.Errorf("mount with a wrong IdentityFile: exit %d, output %q", code, out)
 	}
+}
+
+// TestFstabConfigFile mounts what a config file describes from an fstab
+// line (config=FILE; the source field is a label): a union branch and a
+// graft, the ssh settings in the file.
+func TestFstabConfigFile(t *testing.T) {
+	h, _ := sshHost(t)
+	installHelper(t)
+	for dir, name := range map[string]string{"u": "in-union", "g": "in-graft"} {
+		if err := os.MkdirAll(filepath.Join(h.Dir, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h.Dir, dir, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(t.TempDir(), "work.toml")
+	dest := h.User + "@" + h.Addr
+	body := fmt.Sprintf(`[options]
+Port = %d
+IdentityFile = %q
+IdentitiesOnly = "yes"
+UserKnownHostsFile = %q
+BatchMode = "yes"
+
+[[branch]]
+host = %q
+dir = %q
+
+[[branch]]
+name = "G"
+host = %q
+dir = %q
+`, h.Port, h.IdentityFile, h.KnownHosts, dest, filepath.Join(h.Dir, "u"), dest, filepath.Join(h.Dir, "g"))
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountpoint(t)
+	fstab := filepath.Join(t.TempDir(), "fstab")
+	line := "sshfsm " + mnt + " fuse.sshfsm config=" + conf + ",_netdev,noauto 0 0\n"
+	if err := os.WriteFile(fstab, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "--fstab", fstab, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount from fstab line %q: %v: %s", line, err, out)
+	}
+	for p, want := range map[string]string{"in-union": "in-union", "G/in-graft": "in-graft"} {
+		if b, err := os.ReadFile(filepath.Join(mnt, p)); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v", p, b, err)
+		}
+	}
+	if _, typ := mountSource(mnt); typ != "fuse.sshfsm" {
+		t.Errorf("mount table type %q", typ)
+	}
+	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v: %s", err, out)
+	}
+	waitGone(t, mnt)
 }

@@ -62,6 +62,13 @@ func noiseOptions() []Option {
 		return withAliases(ignored(name, s, "Ignored."), aliases...)
 	}
 	comment := stringOpt("comment", "TEXT", "", s, "Ignored.", func(*Config, string) error { return nil })
+	// Read by Parse before the other options, like --config.
+	config := stringOpt(configOption, "FILE|NAME", "", s,
+		"Same as --config FILE|NAME, for fstab and mount(8), which pass options with -o: "+
+			"mount what the config file describes. The source field is then a label without ':' "+
+			"(sshfsm /mnt/work fuse.sshfsm config=/etc/sshfsm/work.toml,_netdev 0 0). "+
+			"A NAME is looked up in the config directory of the user running sshfsm (root at boot): give a path there.",
+		func(*Config, string) error { return nil })
 	prefix := noise("x-")
 	prefix.Prefix = true
 	return []Option{
@@ -78,5 +85,6 @@ func noiseOptions() []Option {
 		noise("async"),
 		prefix,
 		comment,
+		config,
 	}
 }

@@ -272,6 +272,51 @@ host = "plain"
 	}
 }
 
+// TestConfigOption: -o config=FILE is --config for fstab and mount(8),
+// which run "sshfsm SOURCE MOUNTPOINT -o OPTIONS": SOURCE is then a label.
+func TestConfigOption(t *testing.T) {
+	p := writeConf(t, `mountpoint = "/from/file"
+[options]
+max_conns = 8
+[[branch]]
+host = "a"
+[[branch]]
+name = "G"
+host = "b"
+dir = "/g"
+`)
+	for _, args := range [][]string{
+		{"sshfsm", "/mnt/work", "-o", "_netdev,config=" + p + ",rw"},
+		{"-o", "config=" + p, "/mnt/work"},
+	} {
+		c := parseOK(t, args...)
+		if c.Mountpoint != "/mnt/work" || len(c.Branches) != 2 || c.Branches[1].Name != "G" || c.SSH.MaxConns != 8 || c.File != p {
+			t.Errorf("%q: mountpoint %q, %d branches, max_conns %d, file %q", args, c.Mountpoint, len(c.Branches), c.SSH.MaxConns, c.File)
+		}
+	}
+	if c := parseOK(t, "-o", "config="+p); c.Mountpoint != "/from/file" {
+		t.Errorf("-o config= alone: mountpoint %q, want the file's", c.Mountpoint)
+	}
+	inFile := writeConf(t, "[options]\nconfig = \"x\"\n[[branch]]\nhost = \"h\"\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", "config=" + p, "h:/x", "/m"}, "give at most a mountpoint; the branches come from the file (got h:/x /m)"},
+		{[]string{"-o", "config=" + p, "label", "more", "/m"}, "give at most a mountpoint"},
+		{[]string{"--config", p, "label", "/m"}, "give at most a mountpoint"},
+		{[]string{"-o", "config=" + p + ",config=" + p, "/m"}, "option -o config= is given twice"},
+		{[]string{"--config", p, "-o", "config=" + p, "/m"}, "options --config and -o config= exclude each other"},
+		{[]string{"-o", "config=", "/m"}, "option -o config= needs a file or a name"},
+		{[]string{"--config", inFile, "/m"}, inFile + ":2: options.config: a config file cannot name another one"},
+	} {
+		_, err := Parse(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || CodeOf(err) != ExitUsage {
+			t.Errorf("%q: %v, want exit 1 and %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 // TestNamedConfig: --config NAME is $XDG_CONFIG_HOME/sshfsm/NAME.toml, or
 // ~/.config/sshfsm/NAME.toml without an absolute XDG_CONFIG_HOME.
 func TestNamedConfig(t *testing.T) {

@@ -51,6 +51,9 @@ func (d *decoder) option(v fval, name string) error {
 	if !declared && !isSSH {
 		return d.errAt(v.path, "unknown option (see sshfsm --help)")
 	}
+	if name == configOption {
+		return d.errAt(v.path, "a config file cannot name another one")
+	}
 	if b, ok := v.raw.(bool); ok && declared && !o.HasValue() {
 		return d.flag(v, o, b)
 	}

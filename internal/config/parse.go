@@ -53,8 +53,11 @@ func setAction(a Action) func(*Config, string) error {
 }
 
 // configSwitch names the switch whose file is read before the other
-// options are applied.
-const configSwitch = "--config"
+// options are applied; configOption is the same as an -o option.
+const (
+	configSwitch = "--config"
+	configOption = "config"
+)
 
 // given is one switch of the command line with its argument.
 type given struct {
@@ -77,7 +80,7 @@ func Parse(args []string) (*Config, error) {
 	if scanErr != nil {
 		return nil, scanErr
 	}
-	file, err := configArg(sws)
+	file, label, err := configArg(sws)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func Parse(args []string) (*Config, error) {
 		}
 	}
 	if file != "" {
-		err = setFileMountpoint(c, file, pos)
+		err = setFileMountpoint(c, file, pos, label)
 	} else {
 		err = setPositional(c, pos)
 	}
@@ -140,22 +143,44 @@ func actionOf(sws []given) Action {
 	return probe.Action
 }
 
-// configArg is the argument of --config, "" without one.
-func configArg(sws []given) (string, error) {
-	file := ""
-	for _, g := range sws {
-		if g.sw.Names[0] != configSwitch {
-			continue
+// configArg is the argument of --config or -o config=, "" without one;
+// label says it came from -o (fstab, mount(8)), whose source field is then
+// a label.
+func configArg(sws []given) (file string, label bool, err error) {
+	first := ""
+	set := func(v, how string) error {
+		switch {
+		case first == how:
+			return Errorf(ExitUsage, "option %s is given twice", how)
+		case first != "":
+			return Errorf(ExitUsage, "options %s and %s exclude each other", first, how)
 		}
-		if file != "" {
-			return "", Errorf(ExitUsage, "option %s is given twice", configSwitch)
+		first = how
+		if v == "" {
+			return Errorf(ExitUsage, "option %s needs a file or a name", how)
 		}
-		if g.val == "" {
-			return "", Errorf(ExitUsage, "option %s needs a file or a name", configSwitch)
-		}
-		file = g.val
+		file = v
+		return nil
 	}
-	return file, nil
+	for _, g := range sws {
+		switch g.sw.Names[0] {
+		case configSwitch:
+			err = set(g.val, configSwitch)
+		case "-o":
+			for _, item := range splitOptions(g.val) {
+				if name, v, _ := strings.Cut(item, "="); name == configOption {
+					err, label = set(v, "-o "+configOption+"="), true
+				}
+				if err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return "", false, err
+		}
+	}
+	return file, label, nil
 }
 
 // findSwitch matches a against the switches, taking its argument glued
@@ -274,8 +299,13 @@ func withConfigHint(err error, spec string) error {
 }
 
 // setFileMountpoint takes the mountpoint from the command line, which may
-// give only that after --config, or else from the file.
-func setFileMountpoint(c *Config, file string, pos []string) error {
+// give only that after --config, or else from the file. With label (-o
+// config=, as mount(8) runs sshfsm for an fstab line), a first argument
+// without ':' before the mountpoint is the line's source field, a label.
+func setFileMountpoint(c *Config, file string, pos []string, label bool) error {
+	if label && len(pos) == 2 && pos[0] != "" && !strings.Contains(pos[0], ":") {
+		pos = pos[1:]
+	}
 	switch {
 	case len(pos) > 1:
 		return Errorf(ExitUsage, "with %s %s, give at most a mountpoint; the branches come from the file (got %s)",
