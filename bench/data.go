@@ -47,6 +47,7 @@ func prepareData(ctx context.Context, e *env) error {
 		return fmt.Errorf("go env GOROOT: %w", err)
 	}
 	src := filepath.Join(strings.TrimSpace(string(out)), "src")
+	e.src = src
 	if c.groups["meta"] {
 		n, err := copyTree(src, e.dir(treeDir), 0)
 		if err != nil {

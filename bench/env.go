@@ -23,8 +23,9 @@ type env struct {
 	alias    string // direct to sshd
 	rttAlias string // through the latency proxy
 	tools    []*tool
-	floor    *tool // the FUSE floor of the cache group; nil when not measured
-	dropOK   bool  // drop_caches works (root)
+	floor    *tool  // the FUSE floor of the cache group; nil when not measured
+	src      string // Go's src/, the source of the trees
+	dropOK   bool   // drop_caches works (root)
 	notes    []string
 }
 

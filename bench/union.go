@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,6 +46,12 @@ var (
 	wUnionRTT = &workload{id: "union-list-rtt",
 		title: fmt.Sprintf("high RTT: union of 2 hosts, each behind its own proxy: ls -l of a directory with %d names in each branch, fresh mount (sshfsm = union; one host through its proxy too)", unionNames),
 		unit:  "s"}
+	wUnionFind = &workload{id: "union-find-rtt",
+		title: "high RTT: find of two source trees, one on each host, each behind its own proxy, fresh mount (sshfsm = union of both hosts; one host holding both trees)",
+		unit:  "s"}
+	wGraftFind = &workload{id: "graft-find-rtt",
+		title: "high RTT: find of two source trees grafted from two hosts (A=host1:… B=host2:…), each behind its own proxy, fresh mount (sshfsm = the grafts; one host holding both trees)",
+		unit:  "s"}
 )
 
 // unionTools are the configurations the union workloads report besides the
@@ -67,6 +74,7 @@ type unionRun struct {
 	dir      string
 	want     int // names ls -l must show
 	ws       []*workload
+	walk     bool // find instead of ls -l; want counts find's lines
 }
 
 // unionEnv is the second host, the proxies in front of both hosts and
@@ -106,7 +114,7 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 			case u.branches == nil:
 				v, err = listLocal(ctx, u.dir, u.want)
 			default:
-				v, err = listFresh(ctx, bin, ue.cfg, u.branches, mnt, u.want)
+				v, err = listFresh(ctx, bin, ue.cfg, u.branches, mnt, u.want, u.walk)
 			}
 			if err != nil {
 				r.fail(u.t, u.ws[0].id, err)
@@ -119,7 +127,7 @@ func runUnion(ctx context.Context, e *env, r *results) error {
 		}
 	}
 	var ratios []string
-	for _, w := range []*workload{wUnionList, wUnionOverlap, wUnionRTT} {
+	for _, w := range []*workload{wUnionList, wUnionOverlap, wUnionRTT, wUnionFind, wGraftFind} {
 		if s := r.ratio(w, sshfsmKey, unionOneKey); s != "" {
 			ratios = append(ratios, w.id+" "+s)
 		}
@@ -165,26 +173,45 @@ func newUnionEnv(e *env) (*unionEnv, error) {
 			return nil, err
 		}
 	}
+	// Two source trees, a/ on the first host and b/ on the second, and
+	// both on the first host: the walks.
+	treeA, treeB, treeAll := e.dir("union-tree-a"), filepath.Join(host2.Dir, "union-tree-b"), e.dir("union-tree-all")
+	for _, d := range []struct{ dir, sub string }{{treeA, "a"}, {treeB, "b"}, {treeAll, "a"}, {treeAll, "b"}} {
+		if _, err := copyTree(e.src, filepath.Join(d.dir, d.sub), e.c.smallFiles); err != nil {
+			ue.close()
+			return nil, err
+		}
+	}
+	walkWant, err := countNames(treeAll)
+	if err != nil {
+		ue.close()
+		return nil, err
+	}
 	e.note("union: a second sshd on %s; %d files in a directory of each host (the same names on both for %s); ls -l of a fresh mount after dropping caches; for %s each sshd is reached through its own internal/netproxy adding %v RTT (ssh_config aliases with HostKeyAlias)",
 		host2.Addr, unionNames, wUnionOverlap.id, wUnionRTT.id, e.c.rtt)
+	e.note("union: %s and %s: the first %d files of %s as a/ on the first host and as b/ on the second (%d names in all), find . | wc -l of a fresh mount after dropping caches, both hosts through their proxies; the reference holds a/ and b/ on the first host",
+		wUnionFind.id, wGraftFind.id, e.c.smallFiles, e.src, walkWant)
 	a1, a2 := e.host.Alias+":", host2.Alias+":"
 	ut := unionTools()
 	one, all, local1, local2, union := ut[0], ut[1], ut[2], ut[3], &tool{key: sshfsmKey, name: "sshfsm"}
 	floor1, floor2 := ut[4], ut[5]
 	ue.runs = []unionRun{
-		{"one-host", one, []string{a1 + dirA}, "", unionNames, []*workload{wUnionList, wUnionOverlap}},
-		{"union", union, []string{a1 + dirA, a2 + dirB}, "", 2 * unionNames, []*workload{wUnionList}},
-		{"one-host-all", all, []string{a1 + dirAll}, "", 2 * unionNames, []*workload{wUnionList}},
-		{"local", local1, nil, dirA, unionNames, []*workload{wUnionList}},
-		{"local-all", local2, nil, dirAll, 2 * unionNames, []*workload{wUnionList}},
-		{"union-same-names", union, []string{a1 + dirA, a2 + dirA2}, "", unionNames, []*workload{wUnionOverlap}},
-		{"one-host-rtt", one, []string{rtt1 + ":" + dirA}, "", unionNames, []*workload{wUnionRTT}},
-		{"union-rtt", union, []string{rtt1 + ":" + dirA, rtt2 + ":" + dirB}, "", 2 * unionNames, []*workload{wUnionRTT}},
+		{"one-host", one, []string{a1 + dirA}, "", unionNames, []*workload{wUnionList, wUnionOverlap}, false},
+		{"union", union, []string{a1 + dirA, a2 + dirB}, "", 2 * unionNames, []*workload{wUnionList}, false},
+		{"one-host-all", all, []string{a1 + dirAll}, "", 2 * unionNames, []*workload{wUnionList}, false},
+		{"local", local1, nil, dirA, unionNames, []*workload{wUnionList}, false},
+		{"local-all", local2, nil, dirAll, 2 * unionNames, []*workload{wUnionList}, false},
+		{"union-same-names", union, []string{a1 + dirA, a2 + dirA2}, "", unionNames, []*workload{wUnionOverlap}, false},
+		{"one-host-rtt", one, []string{rtt1 + ":" + dirA}, "", unionNames, []*workload{wUnionRTT}, false},
+		{"union-rtt", union, []string{rtt1 + ":" + dirA, rtt2 + ":" + dirB}, "", 2 * unionNames, []*workload{wUnionRTT}, false},
+		{"one-host-trees-rtt", one, []string{rtt1 + ":" + treeAll}, "", walkWant, []*workload{wUnionFind, wGraftFind}, true},
+		{"union-trees-rtt", union, []string{rtt1 + ":" + treeA, rtt2 + ":" + treeB}, "", walkWant, []*workload{wUnionFind}, true},
+		{"graft-trees-rtt", union, []string{"a=" + rtt1 + ":" + treeA + "/a", "b=" + rtt2 + ":" + treeB + "/b"}, "", walkWant, []*workload{wGraftFind}, true},
 	}
 	if e.floor != nil {
 		ue.runs = append(ue.runs,
-			unionRun{"floor", floor1, nil, dirA, unionNames, []*workload{wUnionList}},
-			unionRun{"floor-all", floor2, nil, dirAll, 2 * unionNames, []*workload{wUnionList}})
+			unionRun{"floor", floor1, nil, dirA, unionNames, []*workload{wUnionList}, false},
+			unionRun{"floor-all", floor2, nil, dirAll, 2 * unionNames, []*workload{wUnionList}, false})
 	}
 	return ue, nil
 }
@@ -235,15 +262,22 @@ func listFloor(ctx context.Context, floor *tool, dir, mnt string, want int) (flo
 	return listMount(ctx, m, want)
 }
 
-// listFresh mounts branches at mnt, drops the page cache, times ls -l of
-// the root and checks that it listed want names.
-func listFresh(ctx context.Context, bin, cfg string, branches []string, mnt string, want int) (float64, error) {
+// listFresh mounts branches at mnt, drops the page cache (and the disk
+// cache), times ls -l of the root, or with walk find, and checks that it
+// listed want names.
+func listFresh(ctx context.Context, bin, cfg string, branches []string, mnt string, want int, walk bool) (float64, error) {
 	t := &tool{key: "union", name: "union", argv: func(cfg, _, _, mnt string) []string {
 		return append(append([]string{bin, "-F", cfg, "-o", "cache_dir=" + diskCacheDir}, branches...), mnt)
 	}}
+	if walk {
+		clearDiskCache() // the listings of the previous mount
+	}
 	m, err := doMount(ctx, t, cfg, "", "", mnt)
 	if err != nil {
 		return 0, err
+	}
+	if walk {
+		return timeMount(ctx, m, "find . | wc -l", want)
 	}
 	return listMount(ctx, m, want)
 }
@@ -251,15 +285,31 @@ func listFresh(ctx context.Context, bin, cfg string, branches []string, mnt stri
 // listMount drops the page cache, times ls -l of the root of m, checks
 // that it listed want names and unmounts m.
 func listMount(ctx context.Context, m *mount, want int) (float64, error) {
+	// ls -l prints a "total" line before the names.
+	return timeMount(ctx, m, "ls -l | wc -l", want+1)
+}
+
+// timeMount drops the page cache, times sh (which prints a line count) at
+// the root of m, checks that count and unmounts m.
+func timeMount(ctx context.Context, m *mount, sh string, lines int) (float64, error) {
 	defer unmount(m)
-	dropCaches()
-	d, out, err := timeShell(ctx, m.path, "ls -l | wc -l")
+	dropPageCache()
+	d, out, err := timeShell(ctx, m.path, sh)
 	if err != nil {
 		return 0, err
 	}
-	// ls -l prints a "total" line before the names.
-	if n, err := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != want+1 {
-		return 0, fmt.Errorf("ls -l listed %q lines, want %d names", out, want)
+	if n, err := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != lines {
+		return 0, fmt.Errorf("%s: %q lines, want %d", sh, out, lines)
 	}
 	return d.Seconds(), unmount(m)
+}
+
+// countNames counts what find lists in dir, dir itself included.
+func countNames(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, _ fs.DirEntry, err error) error {
+		n++
+		return err
+	})
+	return n, err
 }

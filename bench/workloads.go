@@ -62,5 +62,5 @@ var workloads = []*workload{
 	wCacheGitFirst, wCacheGitRemount, wCacheFindRemnt, wCacheGrepSecond,
 	wBuildFirst, wBuildSecond, wCachedReadPT, wCachedReadAuto,
 	wWalk, wRSS, wHWM,
-	wReplicaRead, wUnionList, wUnionOverlap, wUnionRTT,
+	wReplicaRead, wUnionList, wUnionOverlap, wUnionRTT, wUnionFind, wGraftFind,
 }
