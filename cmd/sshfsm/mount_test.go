@@ -502,7 +502,7 @@ dir = %q
 	}
 	mnt := mountpoint(t)
 	fstab := filepath.Join(t.TempDir(), "fstab")
-	line := "sshfsm " + mnt + " fuse.sshfsm config=" + conf + ",_netdev,noauto 0 0\n"
+	line := "sshfsm " + mnt + " fuse.sshfsm config=" + conf + ",_netdev 0 0\n"
 	if err := os.WriteFile(fstab, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -514,8 +514,12 @@ dir = %q
 			t.Errorf("%s: %q, %v", p, b, err)
 		}
 	}
-	if _, typ := mountSource(mnt); typ != "fuse.sshfsm" {
-		t.Errorf("mount table type %q", typ)
+	if src, typ := mountSource(mnt); typ != "fuse.sshfsm" || src != "sshfsm" {
+		t.Errorf("mount table: %q %q, want the fstab line's source and type", src, typ)
+	}
+	// mount -a finds the line mounted: it does not mount it again.
+	if out, err := exec.Command("mount", "--fstab", fstab, "-a").CombinedOutput(); err != nil {
+		t.Errorf("mount -a with the line mounted: %v: %s", err, out)
 	}
 	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("umount: %v: %s", err, out)

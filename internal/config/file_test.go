@@ -285,13 +285,17 @@ name = "G"
 host = "b"
 dir = "/g"
 `)
-	for _, args := range [][]string{
-		{"sshfsm", "/mnt/work", "-o", "_netdev,config=" + p + ",rw"},
-		{"-o", "config=" + p, "/mnt/work"},
+	for _, tc := range []struct {
+		args   []string
+		fsname string // the mount table's source: fstab's label
+	}{
+		{[]string{"work", "/mnt/work", "-o", "_netdev,config=" + p + ",rw"}, "work"},
+		{[]string{"work", "/mnt/work", "-o", "config=" + p + ",fsname=mine"}, "mine"},
+		{[]string{"-o", "config=" + p, "/mnt/work"}, ""},
 	} {
-		c := parseOK(t, args...)
-		if c.Mountpoint != "/mnt/work" || len(c.Branches) != 2 || c.Branches[1].Name != "G" || c.SSH.MaxConns != 8 || c.File != p {
-			t.Errorf("%q: mountpoint %q, %d branches, max_conns %d, file %q", args, c.Mountpoint, len(c.Branches), c.SSH.MaxConns, c.File)
+		c := parseOK(t, tc.args...)
+		if c.Mountpoint != "/mnt/work" || len(c.Branches) != 2 || c.Branches[1].Name != "G" || c.SSH.MaxConns != 8 || c.File != p || c.FUSE.FsName != tc.fsname {
+			t.Errorf("%q: mountpoint %q, %d branches, max_conns %d, file %q, fsname %q", tc.args, c.Mountpoint, len(c.Branches), c.SSH.MaxConns, c.File, c.FUSE.FsName)
 		}
 	}
 	if c := parseOK(t, "-o", "config="+p); c.Mountpoint != "/from/file" {
@@ -302,7 +306,7 @@ dir = "/g"
 		args []string
 		want string
 	}{
-		{[]string{"-o", "config=" + p, "h:/x", "/m"}, "give at most a mountpoint; the branches come from the file (got h:/x /m)"},
+		{[]string{"-o", "config=" + p, "h:/x", "/m"}, `with -o config=` + p + `, the source "h:/x" must be a label without ':'`},
 		{[]string{"-o", "config=" + p, "label", "more", "/m"}, "give at most a mountpoint"},
 		{[]string{"--config", p, "label", "/m"}, "give at most a mountpoint"},
 		{[]string{"-o", "config=" + p + ",config=" + p, "/m"}, "option -o config= is given twice"},

@@ -303,7 +303,16 @@ func withConfigHint(err error, spec string) error {
 // config=, as mount(8) runs sshfsm for an fstab line), a first argument
 // without ':' before the mountpoint is the line's source field, a label.
 func setFileMountpoint(c *Config, file string, pos []string, label bool) error {
-	if label && len(pos) == 2 && pos[0] != "" && !strings.Contains(pos[0], ":") {
+	if label && len(pos) == 2 {
+		if pos[0] == "" || strings.Contains(pos[0], ":") {
+			return Errorf(ExitUsage, "with -o %s=%s, the source %q must be a label without ':' (the branches come from the file)",
+				configOption, file, pos[0])
+		}
+		// The mount table shows the label, as fstab has it: mount -a
+		// then finds the line mounted.
+		if c.FUSE.FsName == "" {
+			c.FUSE.FsName = pos[0]
+		}
 		pos = pos[1:]
 	}
 	switch {

@@ -577,3 +577,59 @@ func TestDiskCacheKeptOpens(t *testing.T) {
 		t.Fatalf("handle opened before a rename over its name read %d bytes (%v), want the old file", len(got), err)
 	}
 }
+
+// A kept open reads the version it was opened at, whole, from the disk
+// cache, even when the server's file changed before its first read and the
+// mount has learned of it: it never mixes the kernel's pages of one
+// version with bytes of another (what an eager open of that version did).
+func TestDiskCacheKeptOpenKeepsItsVersion(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	v0, v1 := randomBytes(3<<20, 4), randomBytes(3<<20, 5)
+	p := filepath.Join(dir, "f")
+	writeOld(t, p, v0, time.Hour)
+	const ttl = 200 * time.Millisecond
+	m := mountDiskWith(t, dir, cacheDir, cache.Auto, 1<<30, func(o *Options) {
+		o.AttrTimeout, o.EntryTimeout, o.DirCacheTimeout = ttl, ttl, ttl
+	})
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, v0) {
+		t.Fatal("first read differs")
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	if _, err := os.Stat(m.path("f")); err != nil { // fresh attributes: a kept open
+		t.Fatal(err)
+	}
+	opens := m.hook.opens.Load()
+	f, err := os.Open(m.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n := m.hook.opens.Load() - opens; n != 0 {
+		t.Fatalf("open sent %d OPENs: not a kept open", n)
+	}
+	writeOld(t, p, v1, 2*time.Hour)
+	time.Sleep(ttl + 50*time.Millisecond)
+	// v0 is an hour old, v1 two hours.
+	if fi, err := os.Stat(m.path("f")); err != nil || !fi.ModTime().Before(time.Now().Add(-90*time.Minute)) {
+		t.Fatalf("the mount did not learn the new version: %v", err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 1<<20, 1<<20, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(v0))
+	if _, err := f.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, v0) {
+		same0, same1 := 0, 0
+		for i := range got {
+			if got[i] == v0[i] {
+				same0++
+			}
+			if got[i] == v1[i] {
+				same1++
+			}
+		}
+		t.Fatalf("read %d bytes of the version opened and %d of the new one, want all of the one opened", same0, same1)
+	}
+}

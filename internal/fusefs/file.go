@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -34,9 +35,10 @@ type handle struct {
 	ck versionKey
 	// lateCache: a lazy open of a file whose data the kernel keeps; the
 	// first read looks for version ck in the disk cache (attachCache),
-	// as an eager open would have at open.
-	lateCache bool
-	cacheOnce sync.Once
+	// as an eager open would have at open. attachMu is held while the
+	// lookup runs (taken before mu).
+	attachMu  sync.Mutex
+	lateCache atomic.Bool
 	// ra fetches the blocks ahead of a reader in order (fetchahead.go).
 	ra readAhead
 	// io is the kernel's I/O mode the handle is counted under
@@ -174,9 +176,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if err := h.n.pending.wait(ctx); err != nil {
 		return nil, h.n.fsys.toErrno(err)
 	}
-	if h.lateCache {
-		h.cacheOnce.Do(func() { h.attachCache(ctx) })
-	}
+	h.attachOnce(ctx)
 	if e := h.cached(); e != nil {
 		if r, ok, errno := h.readCached(ctx, e, dest, off); ok || errno != 0 {
 			return r, errno

@@ -81,35 +81,65 @@ func (n *node) openKept(p string, flags uint32) (*handle, uint32, bool) {
 	if !ok {
 		return nil, 0, false
 	}
-	h := &handle{n: n, lateCache: true, ck: contentKey(a)}
+	h := &handle{n: n, ck: contentKey(a)}
+	h.lateCache.Store(true)
 	n.addLazy(h)
 	return h, fl, true
 }
 
 // attachCache gives a handle of openKept the disk cache's entry of the
-// version it was opened at, if the file still is that version and its
-// remote file was not opened meanwhile (openLazies, before its name went
-// away: it then reads that file).
-func (h *handle) attachCache(ctx context.Context) {
+// version it was opened at, the one whose data the kernel keeps: a stored
+// copy of that version serves it whole, as it would have served an eager
+// open, even if the file changed on the server since. A version not
+// (wholly) stored is filled only while it is still the file's current
+// one; otherwise the handle reads from the server. Nothing is attached
+// once the handle's remote file was opened (openLazies, before its name
+// went away: it reads that file) or its name is gone. It reports whether
+// the outcome is settled; a failure to learn the current version (an
+// interrupted read, a host reconnecting) is not, and the next read tries
+// again.
+func (h *handle) attachCache(ctx context.Context) bool {
 	p, ok := h.n.path()
-	if !ok || h.opened() != nil {
-		return
+	if !ok || h.opened() != nil || time.Since(time.Unix(0, h.ck.mtime)) < racyWindow {
+		return true
 	}
-	a, ok, _ := h.n.contentVersion(ctx, p)
-	if !ok || contentKey(a) != h.ck {
-		return
-	}
+	a := remote.Attr{Mode: syscall.S_IFREG, Size: uint64(h.ck.size), Mtime: time.Unix(0, h.ck.mtime)}
 	e := h.n.fsys.contentEntry(p, a)
 	if e == nil {
-		return
+		return true
+	}
+	if !e.Complete() {
+		cur, ok, errno := h.n.contentVersion(ctx, p)
+		if errno != 0 {
+			e.Release()
+			return false
+		}
+		if !ok || contentKey(cur) != h.ck {
+			e.Release()
+			return true
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released || h.f != nil {
 		e.Release()
-		return
+		return true
 	}
 	h.ce = e
+	return true
+}
+
+// attachOnce runs attachCache until its outcome is settled; concurrent
+// reads wait for the one running it.
+func (h *handle) attachOnce(ctx context.Context) {
+	if !h.lateCache.Load() {
+		return
+	}
+	h.attachMu.Lock()
+	defer h.attachMu.Unlock()
+	if h.lateCache.Load() && h.attachCache(ctx) {
+		h.lateCache.Store(false)
+	}
 }
 
 // freshAttr returns the node's attributes from the parent's fresh

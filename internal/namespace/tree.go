@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 
@@ -32,32 +33,55 @@ func (s single) ListTree(ctx context.Context, dir string, depth int, fn func(str
 //
 // A directory some contributing branch did not report (unreadable there,
 // beyond a truncated listing) is not reported, nor anything below it: its
-// readers list it. A branch that cannot list trees makes the union unable
-// to (ErrTreeUnsupported).
+// readers list it. So a truncated branch, which never reports dir itself,
+// leaves nothing to report: that is a failure (errNothingMerged), not a
+// truncation, so that callers do not take the tree as listed. A branch
+// whose copy of dir has gone since its layout was learned is left out,
+// as ReadDir leaves it out. A branch that cannot list trees makes the
+// union unable to (ErrTreeUnsupported).
 func (u *union) ListTree(ctx context.Context, dir string, depth int, fn func(string, []remote.DirEntry)) error {
 	gen := u.layouts.generation()
 	l, err := u.layout(ctx, dir)
 	if err != nil {
 		return err
 	}
-	trees, err := u.listTrees(ctx, l.in, dir, depth)
+	trees, gone, err := u.listTrees(ctx, l.in, dir, depth)
 	if err != nil && !errors.Is(err, remote.ErrTreeTruncated) {
 		return err
 	}
-	u.reportMerged(dir, l.in, trees, gen, fn)
+	in := l.in &^ gone
+	if gone != 0 {
+		u.layouts.drop(dir, true)
+	}
+	if in == 0 {
+		return fmt.Errorf("list tree %s: %w", dir, fs.ErrNotExist)
+	}
+	reported := 0
+	u.reportMerged(dir, in, trees, gen, func(d string, ents []remote.DirEntry) {
+		reported++
+		fn(d, ents)
+	})
+	if errors.Is(err, remote.ErrTreeTruncated) && reported == 0 {
+		return fmt.Errorf("list tree %s: %w", dir, errNothingMerged)
+	}
 	return err
 }
 
+// errNothingMerged: a branch's tree listing stopped at its entry limit,
+// and without its listing of the top directory nothing could be merged.
+var errNothingMerged = errors.New("a branch's tree listing stopped at its limit before its top directory: nothing merged")
+
 // listTrees runs a tree listing of dir in each branch of in and returns
-// what each reported, by branch and directory. The first failure other
-// than truncation ends them all; a truncated listing keeps what it
-// reported and the call returns ErrTreeTruncated.
-func (u *union) listTrees(ctx context.Context, in set, dir string, depth int) ([]map[string][]remote.DirEntry, error) {
+// what each reported, by branch and directory, and the branches where
+// dir has gone. The first other failure than truncation ends them all; a
+// truncated listing keeps what it reported and the call returns
+// ErrTreeTruncated.
+func (u *union) listTrees(ctx context.Context, in set, dir string, depth int) ([]map[string][]remote.DirEntry, set, error) {
 	lister := make([]remote.TreeLister, len(u.br))
 	for i := range in.all() {
 		tl, ok := u.br[i].Remote.(remote.TreeLister)
 		if !ok {
-			return nil, fmt.Errorf("%s: %w", u.br[i].Name, remote.ErrTreeUnsupported)
+			return nil, 0, fmt.Errorf("%s: %w", u.br[i].Name, remote.ErrTreeUnsupported)
 		}
 		lister[i] = tl
 	}
@@ -65,8 +89,9 @@ func (u *union) listTrees(ctx context.Context, in set, dir string, depth int) ([
 	defer cancel()
 	trees := make([]map[string][]remote.DirEntry, len(u.br))
 	var (
-		mu        sync.Mutex // guards first, truncated
+		mu        sync.Mutex // guards first, gone, truncated
 		first     error      // the first failure: it ended the others
+		gone      set
 		truncated bool
 		wg        sync.WaitGroup
 	)
@@ -76,6 +101,12 @@ func (u *union) listTrees(ctx context.Context, in set, dir string, depth int) ([
 			err := lister[i].ListTree(ctx, dir, depth, func(d string, ents []remote.DirEntry) {
 				trees[i][d] = ents
 			})
+			if err != nil && !errors.Is(err, remote.ErrTreeTruncated) && ctx.Err() == nil && u.goneFrom(ctx, i, dir) {
+				err = nil
+				mu.Lock()
+				gone = gone.with(i)
+				mu.Unlock()
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -91,11 +122,18 @@ func (u *union) listTrees(ctx context.Context, in set, dir string, depth int) ([
 	wg.Wait()
 	switch {
 	case first != nil:
-		return nil, first
+		return nil, 0, first
 	case truncated:
-		return trees, remote.ErrTreeTruncated
+		return trees, gone, remote.ErrTreeTruncated
 	}
-	return trees, nil
+	return trees, gone, nil
+}
+
+// goneFrom reports whether branch i no longer holds dir as a directory
+// (its tree listing failed because of that).
+func (u *union) goneFrom(ctx context.Context, i int, dir string) bool {
+	a, err := u.br[i].Remote.Lstat(ctx, dir)
+	return absent(err) || err == nil && !isDir(a)
 }
 
 // reportMerged merges directory p, whose contributing branches are in,
@@ -244,61 +282,80 @@ func (g *graft) listRoot(ctx context.Context, depth int, fn func(string, []remot
 		switch gr, _ := g.route(d); {
 		case d == "":
 			baseRoot, haveBase = ents, true
-		case gr == nil: // below a graft's name: shadowed
+		case gr == nil: // not below a graft's name, which shadows it
 			fn(d, ents)
 		}
+	}
+	failed := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
 	}
 	run := func(ns Namespace, depth int, prefix string, fn func(string, []remote.DirEntry)) {
 		wg.Go(func() {
 			if err := g.member(ns).list(ctx, "", depth, prefix, fn, g); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+				failed(err)
 			}
 		})
 	}
-	if g.base != nil && !isDown(g.base) {
+	switch {
+	case g.base == nil:
+	case isDown(g.base):
+		failed(fmt.Errorf("the base: %w", errMemberDown))
+	default:
 		run(g.base, depth, "", report)
 	}
 	if depth > 0 { // a graft's root is one level down
 		for _, name := range g.names {
-			if gr := g.grafts[name]; gr.up() {
-				run(gr.ns, depth-1, name+"/", func(d string, ents []remote.DirEntry) {
-					mu.Lock()
-					defer mu.Unlock()
-					fn(d, ents)
-				})
+			if gr := g.grafts[name]; !gr.up() {
+				failed(fmt.Errorf("graft %s: %w", name, errMemberDown))
+				continue
 			}
+			run(g.grafts[name].ns, depth-1, name+"/", func(d string, ents []remote.DirEntry) {
+				mu.Lock()
+				defer mu.Unlock()
+				fn(d, ents)
+			})
 		}
 	}
 	wg.Wait()
 	err := treeErr(errs)
-	if err != nil && !errors.Is(err, remote.ErrTreeTruncated) && !errors.Is(err, errMemberNoTree) {
-		return err
+	if errors.Is(err, remote.ErrTreeUnsupported) {
+		return err // no member can: nothing was reported
 	}
+	// What the members that answered reported is complete, and the root
+	// is listed as ReadDir lists it, whatever the others did; the error
+	// says the tree as a whole was not listed.
 	root, rerr := g.rootListing(ctx, baseRoot, haveBase)
 	if rerr != nil {
-		return rerr
+		return cmpOr(err, rerr)
 	}
 	fn("", root)
 	return err
 }
 
-// treeErr is the outcome of the members' tree listings: a failure first,
-// then a member without tree listings, then truncation.
+// errMemberDown: a member of a graft was down, so its tree was not
+// listed; the tree as a whole was not.
+var errMemberDown = errors.New("down: its tree was not listed")
+
+// treeErr is the outcome of the members' tree listings: no member able
+// to list trees, then a failure, then a member down, then a member
+// without tree listings, then truncation.
 func treeErr(errs []error) error {
-	var weak error
+	var failed, down, weak error
 	for _, err := range errs {
 		switch {
 		case errors.Is(err, remote.ErrTreeUnsupported):
-			return err // no member can: nothing was reported
+			return err
+		case errors.Is(err, errMemberDown):
+			down = cmpOr(down, err)
 		case errors.Is(err, errMemberNoTree):
 			weak = err
 		case errors.Is(err, remote.ErrTreeTruncated):
 			weak = cmpOr(weak, err)
 		default:
-			return err
+			failed = cmpOr(failed, err)
 		}
 	}
-	return weak
+	return cmpOr(cmpOr(failed, down), weak)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -232,18 +234,38 @@ func TestUnionListTreeLeavesOutUnreported(t *testing.T) {
 		t.Fatalf("b = %v", names(got["b"]))
 	}
 
+	// A truncated branch never reports the top directory: nothing can be
+	// merged, and that is a failure, not a truncation, for callers take a
+	// truncated listing's range as listed.
 	l1.skip, l1.limit = nil, 2 // truncated after a/x and a
 	got, err = collect(t, u.(remote.TreeLister), "", 5)
-	if !errors.Is(err, remote.ErrTreeTruncated) {
-		t.Fatalf("truncated branch: %v", err)
+	if err == nil || errors.Is(err, remote.ErrTreeTruncated) || errors.Is(err, remote.ErrTreeUnsupported) || len(got) != 0 {
+		t.Fatalf("truncated branch: %v, %d reported; want a failure and nothing", err, len(got))
 	}
-	dirs = dirs[:0]
-	for d := range got {
-		dirs = append(dirs, d)
+}
+
+// A branch whose copy of the directory has gone since the union learned
+// where it lives is left out, as ReadDir leaves it out.
+func TestUnionListTreeBranchGone(t *testing.T) {
+	d0, d1 := t.TempDir(), t.TempDir()
+	plant(t, d0, "d/x=0", "d/sub/y=0")
+	plant(t, d1, "d/z=1")
+	u, err := namespace.NewUnion([]namespace.Branch{
+		{Name: "b0", Remote: &lister{Remote: dial(t, "b0", d0, false)}},
+		{Name: "b1", Remote: &lister{Remote: dial(t, "b1", d1, false)}}}, namespace.UnionOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(dirs)
-	if want := []string{}; !slices.Equal(dirs, want) {
-		t.Fatalf("reported %q after a truncated branch whose root is missing, want %q", dirs, want)
+	defer u.Close()
+	if ents, err := u.ReadDir(ctxT(t), "d"); err != nil || !slices.Equal(names(ents), []string{"sub", "x", "z"}) {
+		t.Fatalf("d = %v, %v", names(ents), err)
+	}
+	if err := os.RemoveAll(filepath.Join(d1, "d")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, u.(remote.TreeLister), "d", 3)
+	if err != nil || !slices.Equal(names(got["d"]), []string{"sub", "x"}) || !slices.Equal(names(got["d/sub"]), []string{"y"}) {
+		t.Fatalf("d after b1 lost it: %v, %v", got, err)
 	}
 }
 
@@ -322,6 +344,40 @@ func TestGraftListTree(t *testing.T) {
 	if foo.calls[len(foo.calls)-1] != "sub@1" {
 		t.Fatalf("graft asked %q", foo.calls)
 	}
+	// A member that fails, and a graft that is down, leave the others'
+	// reports and the root: the error says the tree was not all listed.
+	boom := errors.New("boom")
+	bd2 := t.TempDir()
+	plant(t, bd2, "n/x=1")
+	down := newFlaky(&lister{Remote: dial(t, "down", md, false)})
+	down.set(false)
+	g2, err := namespace.NewGraft(namespace.Single(&lister{Remote: dial(t, "base2", bd2, false)}), []namespace.Graft{
+		{Name: "BAD", NS: namespace.Single(&lister{Remote: dial(t, "bad", fd, false), fail: boom})},
+		{Name: "DOWN", NS: down}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	got, err = collect(t, g2.(remote.TreeLister), "", 3)
+	if !errors.Is(err, boom) {
+		t.Errorf("a failing graft: %v, want its error", err)
+	}
+	if !slices.Equal(names(got[""]), []string{"BAD", "DOWN", "n"}) || !slices.Equal(names(got["n"]), []string{"x"}) {
+		t.Errorf("a failing graft: root %v, n %v; want both reported", names(got[""]), names(got["n"]))
+	}
+	g3, err := namespace.NewGraft(nil, []namespace.Graft{{Name: "FOO", NS: namespace.Single(&lister{Remote: dial(t, "foo3", fd, false)})}, {Name: "DOWN", NS: down}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g3.Close()
+	got, err = collect(t, g3.(remote.TreeLister), "", 3)
+	if err == nil || errors.Is(err, remote.ErrTreeUnsupported) || errors.Is(err, remote.ErrTreeTruncated) {
+		t.Errorf("a graft down: %v, want an error that is neither unsupported nor truncated", err)
+	}
+	if !slices.Equal(names(got[""]), []string{"DOWN", "FOO"}) || !slices.Equal(names(got["FOO/sub/deep"]), []string{"f"}) {
+		t.Errorf("a graft down: reported %v", got)
+	}
+
 	// No member can list trees: the mount cannot.
 	only, err := namespace.NewGraft(nil, []namespace.Graft{{Name: "m", NS: namespace.Single(m)}})
 	if err != nil {
