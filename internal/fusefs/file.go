@@ -99,20 +99,16 @@ func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
-	if !writable(flags) && !n.fsys.pt.on.Load() {
-		if h, fl, ok := n.openKept(p, flags); ok {
-			return h, fl, 0
-		}
-	}
 	if !writable(flags) {
+		if n.attachesLate() {
+			if h, fl, ok := n.openKept(p, flags, true); ok {
+				return h, fl, 0
+			}
+		}
 		if h, fl, errno := n.openCached(ctx, p, flags); h != nil || errno != 0 {
 			return h, fl, errno
 		}
-	}
-	if !writable(flags) && n.lazyOpen(p) {
-		if fl, ok := n.cacheFlags(flags, true); ok {
-			h := &handle{n: n}
-			n.addLazy(h)
+		if h, fl, ok := n.openKept(p, flags, false); ok {
 			return h, fl, 0
 		}
 	}

@@ -48,32 +48,26 @@ type openFlight struct {
 	abandoned bool
 }
 
-// lazyOpen decides whether a read-only open of the node at p may defer
-// the remote open, as far as its attributes tell (cacheFlags decides the
+// lazyAttr returns the attributes a read-only open of the node at p may
+// defer the remote open on, as far as they tell (cacheFlags decides the
 // rest): they are fresh, it is a regular file the remote user may read,
 // and no writable handle is open on it.
-func (n *node) lazyOpen(p string) bool {
+func (n *node) lazyAttr(p string) (remote.Attr, bool) {
 	if n.writing() {
-		return false
+		return remote.Attr{}, false
 	}
 	a, ok := n.freshAttr(p)
-	return ok && fileType(a) == syscall.S_IFREG && n.fsys.mayRead(a)
+	return a, ok && fileType(a) == syscall.S_IFREG && n.fsys.mayRead(a)
 }
 
-// openKept opens lazily, before anything else, a file whose data the
-// kernel keeps from a previous open of the same version (the common case
-// of a tree read again: grep, a build): neither the server nor the disk
-// cache is asked at open, and the first READ the page cache cannot serve
-// looks for that version in the disk cache (attachCache). ok is false
-// when the open must be made as usual. The attributes checked are the
-// ones lazyOpen finds fresh; in strict mode every open asks the server.
-func (n *node) openKept(p string, flags uint32) (*handle, uint32, bool) {
-	o := n.fsys.opts
-	// strict revalidates every open with the server (contentVersion).
-	if o.Content == nil || o.DirectIO || o.Mode == cache.Strict || !n.lazyOpen(p) {
-		return nil, 0, false
-	}
-	a, ok := n.freshAttr(p)
+// openKept opens lazily a file whose data the kernel keeps from a
+// previous open of the same version (a tree read again: grep, a build):
+// the server is not asked at open. With late, the disk cache is not asked
+// either: the first READ the page cache cannot serve looks for that
+// version there (attachCache). ok is false when the open must be made as
+// usual.
+func (n *node) openKept(p string, flags uint32, late bool) (*handle, uint32, bool) {
+	a, ok := n.lazyAttr(p)
 	if !ok {
 		return nil, 0, false
 	}
@@ -82,9 +76,18 @@ func (n *node) openKept(p string, flags uint32) (*handle, uint32, bool) {
 		return nil, 0, false
 	}
 	h := &handle{n: n, ck: contentKey(a)}
-	h.lateCache.Store(true)
+	h.lateCache.Store(late)
 	n.addLazy(h)
 	return h, fl, true
+}
+
+// attachesLate reports whether kept opens leave the disk cache to their
+// first read: with a disk cache, but not in strict mode (every open asks
+// the server, contentVersion), with direct_io, or with passthrough, which
+// needs the entry at open.
+func (n *node) attachesLate() bool {
+	o := n.fsys.opts
+	return o.Content != nil && !o.DirectIO && o.Mode != cache.Strict && !n.fsys.pt.on.Load()
 }
 
 // attachCache gives a handle of openKept the disk cache's entry of the

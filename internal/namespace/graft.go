@@ -8,7 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,19 +23,18 @@ type Graft struct {
 
 // graft is the Namespace of NewGraft.
 type graft struct {
-	base   Namespace // nil: the root holds only the grafts
-	grafts map[string]*grafted
-	names  []string // sorted
-	health *healthSet
-	root   remote.Attr // reported for a root without base and for grafts that are down
-
-	treeOnce sync.Once
-	trees    map[Namespace]*treeMember // by member, set once by treeOnce
+	base       Namespace // nil: the root holds only the grafts
+	grafts     map[string]*grafted
+	names      []string // sorted
+	health     *healthSet
+	root       remote.Attr // reported for a root without base and for grafts that are down
+	baseNoTree atomic.Bool // the base answered ErrTreeUnsupported (tree.go)
 }
 
 type grafted struct {
-	ns Namespace
-	h  remote.Health // nil: always up
+	ns     Namespace
+	h      remote.Health // nil: always up
+	noTree atomic.Bool   // ns answered ErrTreeUnsupported (tree.go)
 }
 
 // up asks the namespace's Health now (see branch.up).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -175,61 +176,37 @@ var errMemberNoTree = errors.New("this part of the mount cannot list trees in on
 // ListTree lists a subtree of the base or of one graft through it; the
 // root lists every member's tree (a graft's one level less deep, as its
 // root is one level down), without the base's names that grafts shadow,
-// then the root itself. A graft that is down is left out; it answers EIO
-// inside. A member that cannot list trees answers ErrTreeUnsupported only
-// when no member can.
+// then the root itself, whatever the members did (listRoot). Below a
+// graft that is down it answers EIO. A member that cannot list trees
+// answers ErrTreeUnsupported only when no member can.
 func (g *graft) ListTree(ctx context.Context, dir string, depth int, fn func(string, []remote.DirEntry)) error {
 	if dir == "" {
 		return g.listRoot(ctx, depth, fn)
 	}
-	gr, _ := g.route(dir)
 	ns, rest, err := g.at("list tree", dir)
 	if err != nil {
 		return err
 	}
-	prefix := ""
-	if gr != nil {
-		prefix = dir[:len(dir)-len(rest)]
-		if rest == "" {
-			prefix += "/"
-		}
+	if gr, _ := g.route(dir); gr != nil {
+		first, _, _ := strings.Cut(dir, "/")
+		return g.listMember(ctx, ns, &gr.noTree, rest, depth, first+"/", fn)
 	}
-	return g.member(ns).list(ctx, rest, depth, prefix, fn, g)
+	return g.listMember(ctx, ns, &g.baseNoTree, rest, depth, "", fn)
 }
 
-// member returns the tree-listing state of ns, the base or a graft's.
-func (g *graft) member(ns Namespace) *treeMember {
-	g.treeOnce.Do(func() {
-		g.trees = map[Namespace]*treeMember{}
-		if g.base != nil {
-			g.trees[g.base] = &treeMember{ns: g.base}
-		}
-		for _, name := range g.names {
-			ns := g.grafts[name].ns
-			g.trees[ns] = &treeMember{ns: ns}
-		}
-	})
-	return g.trees[ns]
-}
-
-// treeMember is a member namespace of a graft, as a tree lister.
-type treeMember struct {
-	ns     Namespace
-	noTree atomic.Bool // it answered ErrTreeUnsupported
-}
-
-// list lists dir of the member, reporting paths with prefix put before
-// them ("NAME/" for a graft; the member's root then is NAME).
-func (m *treeMember) list(ctx context.Context, dir string, depth int, prefix string, fn func(string, []remote.DirEntry), g *graft) error {
-	tl, ok := m.ns.(remote.TreeLister)
-	if !ok || m.noTree.Load() {
+// listMember lists dir of ns, the base or a graft's namespace, whose
+// noTree flag says it cannot list trees, reporting paths with prefix put
+// before them ("NAME/" for a graft; its root then is NAME).
+func (g *graft) listMember(ctx context.Context, ns Namespace, noTree *atomic.Bool, dir string, depth int, prefix string, fn func(string, []remote.DirEntry)) error {
+	tl, ok := ns.(remote.TreeLister)
+	if !ok || noTree.Load() {
 		return g.noTree()
 	}
 	err := tl.ListTree(ctx, dir, depth, func(d string, ents []remote.DirEntry) {
 		fn(prefixed(prefix, d), ents)
 	})
 	if errors.Is(err, remote.ErrTreeUnsupported) {
-		m.noTree.Store(true)
+		noTree.Store(true)
 		return g.noTree()
 	}
 	return err
@@ -250,20 +227,19 @@ func prefixed(prefix, p string) string {
 // noTree is the error of a member that cannot list trees: ErrTreeUnsupported
 // once no member can, errMemberNoTree before.
 func (g *graft) noTree() error {
-	for _, name := range g.names {
-		if !g.member(g.grafts[name].ns).cannot() {
+	can := func(ns Namespace, noTree *atomic.Bool) bool {
+		_, ok := ns.(remote.TreeLister)
+		return ok && !noTree.Load()
+	}
+	for _, gr := range g.grafts {
+		if can(gr.ns, &gr.noTree) {
 			return errMemberNoTree
 		}
 	}
-	if g.base != nil && !g.member(g.base).cannot() {
+	if g.base != nil && can(g.base, &g.baseNoTree) {
 		return errMemberNoTree
 	}
 	return remote.ErrTreeUnsupported
-}
-
-func (m *treeMember) cannot() bool {
-	_, ok := m.ns.(remote.TreeLister)
-	return !ok || m.noTree.Load()
 }
 
 // listRoot lists the trees of the base and of every graft that is up in
@@ -291,9 +267,9 @@ func (g *graft) listRoot(ctx context.Context, depth int, fn func(string, []remot
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	run := func(ns Namespace, depth int, prefix string, fn func(string, []remote.DirEntry)) {
+	run := func(ns Namespace, noTree *atomic.Bool, depth int, prefix string, fn func(string, []remote.DirEntry)) {
 		wg.Go(func() {
-			if err := g.member(ns).list(ctx, "", depth, prefix, fn, g); err != nil {
+			if err := g.listMember(ctx, ns, noTree, "", depth, prefix, fn); err != nil {
 				failed(err)
 			}
 		})
@@ -303,15 +279,16 @@ func (g *graft) listRoot(ctx context.Context, depth int, fn func(string, []remot
 	case isDown(g.base):
 		failed(fmt.Errorf("the base: %w", errMemberDown))
 	default:
-		run(g.base, depth, "", report)
+		run(g.base, &g.baseNoTree, depth, "", report)
 	}
 	if depth > 0 { // a graft's root is one level down
 		for _, name := range g.names {
-			if gr := g.grafts[name]; !gr.up() {
+			gr := g.grafts[name]
+			if !gr.up() {
 				failed(fmt.Errorf("graft %s: %w", name, errMemberDown))
 				continue
 			}
-			run(g.grafts[name].ns, depth-1, name+"/", func(d string, ents []remote.DirEntry) {
+			run(gr.ns, &gr.noTree, depth-1, name+"/", func(d string, ents []remote.DirEntry) {
 				mu.Lock()
 				defer mu.Unlock()
 				fn(d, ents)
