@@ -289,11 +289,11 @@ func listMount(ctx context.Context, m *mount, want int) (float64, error) {
 	return timeMount(ctx, m, "ls -l | wc -l", want+1)
 }
 
-// timeMount drops the page cache, times sh (which prints a line count) at
-// the root of m, checks that count and unmounts m.
+// timeMount drops the caches, times sh (which prints a line count) at the
+// root of m, checks that count and unmounts m.
 func timeMount(ctx context.Context, m *mount, sh string, lines int) (float64, error) {
 	defer unmount(m)
-	dropPageCache()
+	dropCaches()
 	d, out, err := timeShell(ctx, m.path, sh)
 	if err != nil {
 		return 0, err
