@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"sshfsm/internal/interrupt"
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 )
@@ -98,6 +99,8 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 }
 
 func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if errno := d.fetch(ctx); errno != 0 {
@@ -165,6 +168,8 @@ func (d *dirHandle) entry(name string) (a remote.Attr, ino uint64, noFiles, ok b
 // out (an error here) has node id 0: the kernel shows the name and its
 // type, and looks the name up when it is used.
 func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	a, ino, noFiles, ok := d.entry(name)
 	if !ok || name == "." || name == ".." {
 		return d.n.lookup(ctx, name, out)

@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"sshfsm/internal/interrupt"
 	"sshfsm/internal/remote"
 )
 
@@ -30,14 +31,14 @@ func (n *node) prepare(name string) (dir, p string, errno syscall.Errno) {
 	return n.childPath(name)
 }
 
-// added registers a new entry: the listing cache learns it and a fresh
-// Inode is returned.
 // afterChange is the context of the calls that follow a change the server
 // made: an interrupt must no longer turn the operation into EINTR, or the
 // caller would retry what already happened (the remote's timeout still
 // bounds the calls).
 func afterChange(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
+// added registers a new entry: the listing cache learns it and a fresh
+// Inode is returned.
 func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
 	n.fsys.dirs.Set(dir, name, a)
 	child := &node{fsys: n.fsys}
@@ -46,6 +47,8 @@ func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, ou
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -68,6 +71,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -87,6 +92,8 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 // Mknod creates regular files only; SFTP has no other node types.
 func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -111,6 +118,8 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -128,6 +137,8 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 
 // Link makes a hard link; the new name reports the target's inode.
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -154,6 +165,8 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return errno
@@ -171,6 +184,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return errno

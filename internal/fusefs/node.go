@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/cache"
+	"sshfsm/internal/interrupt"
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 )
@@ -112,6 +113,8 @@ func split(p string) (dir, name string) {
 // whose entry a read of this directory left out being looked up means
 // that walkers stat files.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	ch, errno := n.lookup(ctx, name, out)
 	if errno == 0 && n.filesLeftOut.Load() && ch.StableAttr().Mode != syscall.S_IFDIR {
 		n.fsys.pre.statsFiles()
@@ -232,6 +235,8 @@ func changedOnServer(in *fs.Inode, attrsOnly bool) {
 // Getattr prefers the open handle (it works after unlink), then the
 // parent's cached listing, then asks the remote.
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	end := n.pending.end()
 	a, errno := n.getattr(ctx, fh)
 	if errno != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"sshfsm/internal/cache"
 	"sshfsm/internal/contentcache"
+	"sshfsm/internal/interrupt"
 )
 
 // FUSE passthrough of files whose contents are all in the disk cache.
@@ -226,6 +227,8 @@ func (ph *ptHandle) PassthroughFd() (int, bool) {
 // in passthrough means go-fuse's registration failed, which turns
 // passthrough off for the mount: the handle is in page-cache mode.
 func (ph *ptHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	pt := &ph.n.fsys.pt
 	pt.mu.Lock()
 	if ph.io == ioPT {
@@ -243,6 +246,8 @@ func (ph *ptHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Read
 // registered backing file, which go-fuse unregisters at the node's last
 // release.
 func (ph *ptHandle) Release(ctx context.Context) syscall.Errno {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	errno := ph.handle.Release(ctx)
 	if ph.vf != nil {
 		_ = ph.vf.Close()

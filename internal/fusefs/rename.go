@@ -7,6 +7,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 
 	"sshfsm/internal/cache"
+	"sshfsm/internal/interrupt"
 )
 
 var _ = (fs.NodeRenamer)((*node)(nil))
@@ -20,6 +21,8 @@ const (
 // by the remote; RENAME_EXCHANGE and RENAME_WHITEOUT cannot be expressed
 // over SFTP and fail with EINVAL. The file keeps its inode number.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	if errno := n.fsys.readOnly(); errno != 0 {
 		return errno
 	}

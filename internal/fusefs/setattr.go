@@ -7,6 +7,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"sshfsm/internal/interrupt"
 	"sshfsm/internal/remote"
 )
 
@@ -18,6 +19,8 @@ import (
 // Symlinks: SFTP's setstat follows them, so changing a link's own
 // attributes would change its target's; it fails with EOPNOTSUPP.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	if errno := n.fsys.readOnly(); errno != 0 {
 		return errno
 	}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+
+	"sshfsm/internal/interrupt"
 )
 
 var _ = (fs.NodeReadlinker)((*node)(nil))
@@ -23,6 +25,8 @@ var _ = (fs.NodeReadlinker)((*node)(nil))
 // With transform_symlinks, absolute targets under the remote mount prefix
 // are first rewritten relative to the link, and so stay usable.
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	ctx, endRequest := interrupt.Filter(ctx)
+	defer endRequest()
 	p, ok := n.path()
 	if !ok {
 		return nil, syscall.ENOENT

@@ -79,7 +79,7 @@ func mountXattr(t *testing.T, dir, cacheDir string, mode cache.Mode, server bool
 func getDigest(t *testing.T, p string) string {
 	t.Helper()
 	buf := make([]byte, 128)
-	n, err := getxattr(p, xattrSHA256, buf)
+	n, err := unix.Getxattr(p, xattrSHA256, buf)
 	if err != nil {
 		t.Fatalf("getxattr %s: %v", p, err)
 	}
@@ -225,34 +225,34 @@ func TestXattrNames(t *testing.T) {
 	m, _ := mountXattr(t, dir, t.TempDir(), cache.Auto, true)
 	buf := make([]byte, 256)
 	for p, want := range map[string]string{"f": xattrSHA256 + "\x00" + xattrHost + "\x00", "d": xattrHost + "\x00", "": xattrHost + "\x00"} {
-		n, err := listxattr(m.path(p), buf)
+		n, err := unix.Listxattr(m.path(p), buf)
 		if err != nil || string(buf[:max(n, 0)]) != want {
 			t.Errorf("listxattr %q: %q %v, want %q", p, buf[:max(n, 0)], err, want)
 		}
-		if n, err := listxattr(m.path(p), nil); err != nil || n != len(want) {
+		if n, err := unix.Listxattr(m.path(p), nil); err != nil || n != len(want) {
 			t.Errorf("listxattr %q size: %d %v, want %d", p, n, err, len(want))
 		}
-		n, err = getxattr(m.path(p), xattrHost, buf)
+		n, err = unix.Getxattr(m.path(p), xattrHost, buf)
 		if err != nil || string(buf[:max(n, 0)]) != "inprocess" {
 			t.Errorf("host of %q: %q %v", p, buf[:max(n, 0)], err)
 		}
 	}
 	for _, c := range []struct{ p, name string }{{"f", "user.other"}, {"d", xattrSHA256},
 		{"f", "system.posix_acl_access"}, {"f", "security.capability"}, {"d", "system.posix_acl_default"}} {
-		if _, err := getxattr(m.path(c.p), c.name, buf); !errors.Is(err, unix.ENODATA) {
+		if _, err := unix.Getxattr(m.path(c.p), c.name, buf); !errors.Is(err, unix.ENODATA) {
 			t.Errorf("getxattr %s %s: %v, want ENODATA", c.p, c.name, err)
 		}
 	}
-	if n, err := getxattr(m.path("f"), xattrSHA256, nil); err != nil || n != 64 {
+	if n, err := unix.Getxattr(m.path("f"), xattrSHA256, nil); err != nil || n != 64 {
 		t.Errorf("digest size: %d %v", n, err)
 	}
-	if _, err := getxattr(m.path("f"), xattrSHA256, buf[:10]); !errors.Is(err, unix.ERANGE) {
+	if _, err := unix.Getxattr(m.path("f"), xattrSHA256, buf[:10]); !errors.Is(err, unix.ERANGE) {
 		t.Errorf("digest in 10 bytes: %v, want ERANGE", err)
 	}
-	if err := setxattr(m.path("f"), "user.a", []byte("v"), 0); !errors.Is(err, syscall.ENOTSUP) {
+	if err := unix.Setxattr(m.path("f"), "user.a", []byte("v"), 0); !errors.Is(err, syscall.ENOTSUP) {
 		t.Errorf("setxattr: %v, want ENOTSUP", err)
 	}
-	if err := removexattr(m.path("f"), xattrHost); !errors.Is(err, syscall.ENOTSUP) {
+	if err := unix.Removexattr(m.path("f"), xattrHost); !errors.Is(err, syscall.ENOTSUP) {
 		t.Errorf("removexattr: %v, want ENOTSUP", err)
 	}
 }
@@ -288,39 +288,8 @@ func TestXattrDigestSSH(t *testing.T) {
 		}
 	}
 	buf := make([]byte, 256)
-	n, err := getxattr(tm.path("small"), xattrHost, buf)
+	n, err := unix.Getxattr(tm.path("small"), xattrHost, buf)
 	if err != nil || string(buf[:max(n, 0)]) != th.Alias {
 		t.Errorf("host: %q %v, want %q", buf[:max(n, 0)], err, th.Alias)
 	}
-}
-
-// The xattr calls as a program that retries EINTR makes them: the Go
-// runtime's preemption signal interrupts a request in flight, which the
-// mount answers with EINTR (an interrupted call returns at once), and
-// golang.org/x/sys/unix does not retry as package os does.
-func getxattr(p, name string, dest []byte) (int, error) {
-	return retryEINTR(func() (int, error) { return unix.Getxattr(p, name, dest) })
-}
-
-func listxattr(p string, dest []byte) (int, error) {
-	return retryEINTR(func() (int, error) { return unix.Listxattr(p, dest) })
-}
-
-func setxattr(p, name string, data []byte, flags int) error {
-	_, err := retryEINTR(func() (int, error) { return 0, unix.Setxattr(p, name, data, flags) })
-	return err
-}
-
-func removexattr(p, name string) error {
-	_, err := retryEINTR(func() (int, error) { return 0, unix.Removexattr(p, name) })
-	return err
-}
-
-func retryEINTR(call func() (int, error)) (int, error) {
-	for range 100 {
-		if n, err := call(); err != unix.EINTR {
-			return n, err
-		}
-	}
-	return call()
 }

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// Cancellation. The FUSE layer cancels a call's ctx on FUSE_INTERRUPT,
-// which the kernel sends for any signal delivered to the calling thread
-// (SIGURG for Go's preemption, SIGCHLD, SIGWINCH, timers), not only for a
-// fatal one. What a call does with it depends on where the request is:
+// Cancellation. The FUSE layer cancels a call's ctx on FUSE_INTERRUPT when
+// the signal behind it stops the caller or asks it to stop (fusefs passes
+// on no interrupt for SIGURG, SIGCHLD, SIGWINCH or timers; see package
+// interrupt). What a call does with it depends on where the request is:
 //
 //   - Not yet sent (waiting for a live channel or for a handle's re-open,
 //     or ctx already done when it was about to go): the call fails at once

@@ -22,7 +22,7 @@ func TestBlackhole(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	// Files the mount has not opened and a directory it has not listed, so
 	// that no cache can answer for them.
-	for _, name := range []string{"cat-me", "read-me"} {
+	for _, name := range []string{"cat-me", "read-me", "wait-me"} {
 		if err := os.WriteFile(h.Dir+"/"+name, []byte("served by "+name), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -94,6 +94,47 @@ func TestBlackhole(t *testing.T) {
 		}
 	})
 
+	// Signals a program expects its system calls to survive (the Go
+	// runtime's preemption, a child's exit, a timer, a resize) leave a
+	// blocked call waiting; a SIGINT that comes after them still ends it,
+	// although the kernel sends one interrupt per call.
+	t.Run("HousekeepingSignalsWaitSIGINTDoesNot", func(t *testing.T) {
+		r := startHelper(t, "read", m.Path("wait-me"))
+		var tid int
+		if _, err := fmt.Sscanf(r.next(t, 30*time.Second), "ready %d", &tid); err != nil {
+			t.Fatalf("reader helper: %v", err)
+		}
+		select {
+		case line := <-r.lines:
+			t.Fatalf("reader printed %q before any signal: the call did not block on the black-holed link", line)
+		case <-time.After(time.Second):
+		}
+		for i := range 20 {
+			sig := []syscall.Signal{syscall.SIGURG, syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGALRM}[i%4]
+			syscall.Tgkill(r.cmd.Process.Pid, tid, sig)
+			wait := 25 * time.Millisecond
+			if i == 19 {
+				wait = 300 * time.Millisecond
+			}
+			select {
+			case line := <-r.lines:
+				t.Fatalf("reader printed %q after %v: the signal interrupted its call", line, sig)
+			case <-time.After(wait):
+			}
+		}
+		sent := time.Now()
+		if err := syscall.Tgkill(r.cmd.Process.Pid, tid, syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		got := r.next(t, 30*time.Second)
+		if got != "open: EINTR" && got != "read: EINTR" {
+			t.Errorf("reader printed %q, want its open or read to fail with EINTR", got)
+		}
+		if after := time.Since(sent); after > 2*time.Second {
+			t.Errorf("reader's call returned %v after SIGINT, want within 2s", after)
+		}
+	})
+
 	p.Blackhole(false)
 	eventually(t, 30*time.Second, "using the mount after the link is back", func() error {
 		if err := os.WriteFile(m.Path("after"), []byte("written after"), 0o644); err != nil {
@@ -101,7 +142,7 @@ func TestBlackhole(t *testing.T) {
 		}
 		for name, want := range map[string]string{
 			"before": "written before", "after": "written after",
-			"cat-me": "served by cat-me", "read-me": "served by read-me",
+			"cat-me": "served by cat-me", "read-me": "served by read-me", "wait-me": "served by wait-me",
 		} {
 			got, err := os.ReadFile(m.Path(name))
 			if err != nil {

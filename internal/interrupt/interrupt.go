@@ -1,0 +1,174 @@
+// Package interrupt decides which FUSE interrupts a request gives in to.
+//
+// The kernel sends FUSE_INTERRUPT for any signal delivered to the thread
+// waiting on a request, and go-fuse then cancels the request's context.
+// Most signals are housekeeping that the program expects the system call
+// to survive: SIGURG (the Go runtime's preemption, many times a second),
+// SIGCHLD, SIGALRM and SIGPROF timers (git's progress display), SIGWINCH.
+// Answering those with EINTR breaks programs that call stat or read with
+// SA_RESTART handlers and never expect EINTR from a file. A signal that
+// stops the program (any fatal one, which the kernel marks by queueing
+// SIGKILL to every thread) or that asks it to stop (SIGINT, SIGTERM,
+// SIGHUP, ...) must still end a call blocked on a dead link at once.
+//
+// Filter narrows a request's cancellation to the latter. The kernel sends
+// one interrupt per request, so after ignoring one the request keeps
+// looking at the caller's pending signals until it ends: a Ctrl-C that
+// follows a preemption signal still ends the call.
+package interrupt
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// PollInterval is how often a request whose interrupt was ignored looks
+// at its caller's pending signals again.
+const PollInterval = 100 * time.Millisecond
+
+// housekeeping are the signals that do not cancel a request unless their
+// default action kills the process (then SIGKILL is pending as well).
+// glibc uses real-time signal 33 (SIGSETXID) to make every thread of a
+// process change its ids.
+var housekeeping = sigmask(syscall.SIGURG, syscall.SIGCHLD, syscall.SIGALRM,
+	syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGWINCH, syscall.SIGCONT,
+	syscall.SIGIO, syscall.Signal(33))
+
+func sigmask(sigs ...syscall.Signal) uint64 {
+	var m uint64
+	for _, s := range sigs {
+		m |= 1 << (uint(s) - 1)
+	}
+	return m
+}
+
+// Filter returns a context whose cancellation follows ctx's only when the
+// caller means to stop (see the package comment), and a function to call
+// when the request ends. A context without a FUSE caller, or one already
+// filtered, is returned as it is.
+func Filter(ctx context.Context) (context.Context, func()) {
+	if _, ok := ctx.(*filtered); ok {
+		return ctx, func() {}
+	}
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller.Pid == 0 {
+		return ctx, func() {}
+	}
+	c := &filtered{Context: ctx, tid: caller.Pid}
+	return c, c.end
+}
+
+// filtered starts watching its parent only when something waits on Done,
+// so that requests answered from the caches cost no goroutine.
+type filtered struct {
+	context.Context // the request's: deadline and values
+	tid             uint32
+
+	mu    sync.Mutex
+	done  chan struct{} // closed when the caller means to stop
+	stop  chan struct{} // closed when the request ends
+	ended bool
+}
+
+func (c *filtered) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if !c.ended {
+			c.stop = make(chan struct{})
+			go c.watch(c.done, c.stop)
+		}
+	}
+	return c.done
+}
+
+func (c *filtered) Err() error {
+	select {
+	case <-c.Done():
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+func (c *filtered) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = true
+	if c.stop != nil {
+		close(c.stop)
+		c.stop = nil
+	}
+}
+
+func (c *filtered) watch(done, stop chan struct{}) {
+	select {
+	case <-c.Context.Done():
+	case <-stop:
+		return
+	}
+	t := time.NewTicker(PollInterval)
+	defer t.Stop()
+	for !Meant(c.tid) {
+		select {
+		case <-t.C:
+		case <-stop:
+			return
+		}
+	}
+	close(done)
+}
+
+// Meant reports whether thread tid has a pending signal that should end
+// its file system call: SIGKILL (also queued for any fatal signal) or a
+// signal outside housekeeping it does not block. A thread whose state
+// cannot be read (gone, or outside this PID namespace) is taken to mean it.
+func Meant(tid uint32) bool {
+	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	if err != nil {
+		return true
+	}
+	pending, err := pendingSignals(status)
+	if err != nil {
+		return true
+	}
+	return pending&^housekeeping != 0
+}
+
+// pendingSignals returns the signals pending for the thread whose
+// /proc/TID/status is given, its own and its process's, less those it
+// blocks.
+func pendingSignals(status []byte) (uint64, error) {
+	fields := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		name, value, ok := bytes.Cut(sc.Bytes(), []byte(":"))
+		if !ok {
+			continue
+		}
+		switch k := string(name); k {
+		case "SigPnd", "ShdPnd", "SigBlk":
+			v, err := strconv.ParseUint(string(bytes.TrimSpace(value)), 16, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", k, err)
+			}
+			fields[k] = v
+		}
+	}
+	for _, k := range []string{"SigPnd", "ShdPnd", "SigBlk"} {
+		if _, ok := fields[k]; !ok {
+			return 0, fmt.Errorf("no %s in status", k)
+		}
+	}
+	return (fields["SigPnd"] | fields["ShdPnd"]) &^ fields["SigBlk"], nil
+}

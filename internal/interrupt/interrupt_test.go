@@ -1,0 +1,179 @@
+package interrupt
+
+import (
+	"context"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+func TestPendingSignals(t *testing.T) {
+	status := "Name:\tcat\nSigQ:\t0/96365\nSigPnd:\t0000000000000002\nShdPnd:\t0000000000400000\nSigBlk:\t0000000000000002\nSigIgn:\t0\n"
+	got, err := pendingSignals([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(0x400000); got != want {
+		t.Errorf("pending = %#x, want %#x (SIGINT blocked, SIGURG shared)", got, want)
+	}
+	if _, err := pendingSignals([]byte("Name:\tcat\nSigPnd:\t0\n")); err == nil {
+		t.Error("a status without ShdPnd and SigBlk parsed without error")
+	}
+	if _, err := pendingSignals([]byte("SigPnd:\tzz\nShdPnd:\t0\nSigBlk:\t0\n")); err == nil {
+		t.Error("a status with a malformed SigPnd parsed without error")
+	}
+}
+
+// stopped starts a shell that catches sig and stops it, so that signals
+// sent to it stay pending; it returns its pid.
+func stopped(t *testing.T, sig string) int {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", "trap : "+sig+"; kill -STOP $$; exit 0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "T") {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shell %d did not stop: %s %v", pid, out, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestMeant(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		name string
+		want bool
+	}{
+		{syscall.SIGWINCH, "WINCH", false},
+		{syscall.SIGCHLD, "CHLD", false},
+		{syscall.SIGALRM, "ALRM", false},
+		{syscall.SIGINT, "INT", true},
+		{syscall.SIGUSR1, "USR1", true},
+	} {
+		pid := stopped(t, c.name)
+		if Meant(uint32(pid)) {
+			t.Fatalf("a stopped shell with nothing pending means to stop")
+		}
+		if err := syscall.Kill(pid, c.sig); err != nil {
+			t.Fatal(err)
+		}
+		if got := Meant(uint32(pid)); got != c.want {
+			t.Errorf("with %v pending (caught), Meant = %v, want %v", c.sig, got, c.want)
+		}
+	}
+	if !Meant(1 << 30) {
+		t.Error("a thread that does not exist does not mean to stop: it cannot wait for an answer")
+	}
+}
+
+// request is what go-fuse gives a node method: the caller's thread and the
+// channel an interrupt closes.
+func request(tid int) (*fuse.Context, chan struct{}) {
+	cancel := make(chan struct{})
+	return &fuse.Context{Caller: fuse.Caller{Pid: uint32(tid)}, Cancel: cancel}, cancel
+}
+
+func TestFilterIgnoresHousekeeping(t *testing.T) {
+	pid := stopped(t, "WINCH")
+	syscall.Kill(pid, syscall.SIGWINCH)
+	parent, cancel := request(pid)
+	ctx, end := Filter(parent)
+	defer end()
+	close(cancel)
+	select {
+	case <-ctx.Done():
+		t.Fatal("an interrupt for SIGWINCH cancelled the request")
+	case <-time.After(3 * PollInterval):
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Err = %v after an ignored interrupt", ctx.Err())
+	}
+	// A later SIGUSR2 (caught) ends it without a second interrupt.
+	syscall.Kill(pid, syscall.SIGUSR2)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * PollInterval):
+		t.Fatal("SIGUSR2 after an ignored interrupt did not cancel the request")
+	}
+	if ctx.Err() != context.Canceled {
+		t.Errorf("Err = %v, want context.Canceled", ctx.Err())
+	}
+}
+
+// A caller that died while waiting (a fatal signal: the end-to-end tests
+// kill a cat blocked on a dead link) cannot use an answer.
+func TestFilterHonoursDeadCaller(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	parent, cancel := request(cmd.Process.Pid)
+	ctx, end := Filter(parent)
+	defer end()
+	if ctx.Err() != nil {
+		t.Fatalf("Err = %v before any interrupt", ctx.Err())
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	close(cancel)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("an interrupt from a caller that died did not cancel the request")
+	}
+}
+
+func TestFilterEndStopsWatching(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 100 {
+		parent, _ := request(1)
+		ctx, end := Filter(parent)
+		_ = ctx.Done()
+		end()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after 100 ended requests, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	parent, _ := request(1)
+	ctx, end := Filter(parent)
+	end()
+	if ctx.Err() != nil {
+		t.Errorf("Err = %v for a request ended before anything waited", ctx.Err())
+	}
+}
+
+func TestFilterPassesOthers(t *testing.T) {
+	ctx, end := Filter(context.Background())
+	defer end()
+	if ctx != context.Background() {
+		t.Error("a context without a FUSE caller was wrapped")
+	}
+	parent, _ := request(1)
+	once, end1 := Filter(parent)
+	defer end1()
+	if twice, _ := Filter(once); twice != once {
+		t.Error("a filtered context was filtered again")
+	}
+	if c, ok := fuse.FromContext(once); !ok || c.Pid != 1 {
+		t.Errorf("caller of the filtered context = %v %v, want pid 1", c, ok)
+	}
+}
