@@ -107,9 +107,9 @@ type filesys struct {
 //
 // Every remote call gets the kernel request's context, which go-fuse
 // cancels when the kernel sends INTERRUPT (the caller got a signal). Each
-// method narrows it to signals that stop the caller or ask it to (package
-// interrupt), for which the call returns EINTR at once; SIGURG, SIGCHLD,
-// timers and the like leave it running. Lookups are answered from whole-directory
+// method narrows it to signals that end the caller or ask it to end
+// (package interrupt), for which the call returns EINTR at once; SIGURG,
+// SIGCHLD, timers and the like leave it running. Lookups are answered from whole-directory
 // listings kept for DirCacheTimeout, which the mount's own changes keep
 // current. Writes are pipelined; their errors surface at the next write,
 // fsync or close. Data cached by the kernel survives an open when size and

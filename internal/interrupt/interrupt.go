@@ -2,14 +2,16 @@
 //
 // The kernel sends FUSE_INTERRUPT for any signal delivered to the thread
 // waiting on a request, and go-fuse then cancels the request's context.
-// Most signals are housekeeping that the program expects the system call
-// to survive: SIGURG (the Go runtime's preemption, many times a second),
-// SIGCHLD, SIGALRM and SIGPROF timers (git's progress display), SIGWINCH.
-// Answering those with EINTR breaks programs that call stat or read with
-// SA_RESTART handlers and never expect EINTR from a file. A signal that
-// stops the program (any fatal one, which the kernel marks by queueing
-// SIGKILL to every thread) or that asks it to stop (SIGINT, SIGTERM,
-// SIGHUP, ...) must still end a call blocked on a dead link at once.
+// Most signals are ones a program expects its system calls to survive,
+// as they survive them on a local disk: SIGURG (the Go runtime's
+// preemption, many times a second), SIGCHLD, SIGALRM and other timers
+// (git's progress display), SIGWINCH, job control (Ctrl-Z, then fg),
+// SIGUSR1 (dd's progress report). Answering those with EINTR breaks
+// programs that call stat or read with SA_RESTART handlers and never
+// expect EINTR from a file. A signal that ends the program (any fatal
+// one: the kernel then queues SIGKILL to every thread) or that asks it
+// to end (SIGINT, SIGTERM, SIGHUP, SIGQUIT, caught) must still end a call
+// blocked on a dead link at once.
 //
 // Filter narrows a request's cancellation to the latter. The kernel sends
 // one interrupt per request, so after ignoring one the request keeps
@@ -35,13 +37,11 @@ import (
 // at its caller's pending signals again.
 const PollInterval = 100 * time.Millisecond
 
-// housekeeping are the signals that do not cancel a request unless their
-// default action kills the process (then SIGKILL is pending as well).
-// glibc uses real-time signal 33 (SIGSETXID) to make every thread of a
-// process change its ids.
-var housekeeping = sigmask(syscall.SIGURG, syscall.SIGCHLD, syscall.SIGALRM,
-	syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGWINCH, syscall.SIGCONT,
-	syscall.SIGIO, syscall.Signal(33))
+// stopping are the signals that cancel a request: SIGKILL, which the
+// kernel also queues for any fatal signal, and those that ask a program
+// to end.
+var stopping = sigmask(syscall.SIGKILL, syscall.SIGINT, syscall.SIGTERM,
+	syscall.SIGHUP, syscall.SIGQUIT)
 
 func sigmask(sigs ...syscall.Signal) uint64 {
 	var m uint64
@@ -130,9 +130,9 @@ func (c *filtered) watch(done, stop chan struct{}) {
 }
 
 // Meant reports whether thread tid has a pending signal that should end
-// its file system call: SIGKILL (also queued for any fatal signal) or a
-// signal outside housekeeping it does not block. A thread whose state
-// cannot be read (gone, or outside this PID namespace) is taken to mean it.
+// its file system call: one of stopping that it does not block. A thread
+// whose state cannot be read (gone, or outside this PID namespace) is
+// taken to mean it.
 func Meant(tid uint32) bool {
 	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
 	if err != nil {
@@ -142,7 +142,7 @@ func Meant(tid uint32) bool {
 	if err != nil {
 		return true
 	}
-	return pending&^housekeeping != 0
+	return pending&stopping != 0
 }
 
 // pendingSignals returns the signals pending for the thread whose

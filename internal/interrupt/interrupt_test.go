@@ -30,11 +30,11 @@ func TestPendingSignals(t *testing.T) {
 	}
 }
 
-// stopped starts a shell that catches sig and stops it, so that signals
+// stopped starts a shell that catches sigs and stops it, so that signals
 // sent to it stay pending; it returns its pid.
-func stopped(t *testing.T, sig string) int {
+func stopped(t *testing.T, sigs string) int {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", "trap : "+sig+"; kill -STOP $$; exit 0")
+	cmd := exec.Command("bash", "-c", "trap : "+sigs+"; kill -STOP $$; exit 0")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,12 @@ func TestMeant(t *testing.T) {
 		{syscall.SIGWINCH, "WINCH", false},
 		{syscall.SIGCHLD, "CHLD", false},
 		{syscall.SIGALRM, "ALRM", false},
+		{syscall.SIGUSR1, "USR1", false},
+		{syscall.SIGTSTP, "TSTP", false},
 		{syscall.SIGINT, "INT", true},
-		{syscall.SIGUSR1, "USR1", true},
+		{syscall.SIGTERM, "TERM", true},
+		{syscall.SIGHUP, "HUP", true},
+		{syscall.SIGQUIT, "QUIT", true},
 	} {
 		pid := stopped(t, c.name)
 		if Meant(uint32(pid)) {
@@ -89,7 +93,7 @@ func request(tid int) (*fuse.Context, chan struct{}) {
 }
 
 func TestFilterIgnoresHousekeeping(t *testing.T) {
-	pid := stopped(t, "WINCH")
+	pid := stopped(t, "WINCH TERM")
 	syscall.Kill(pid, syscall.SIGWINCH)
 	parent, cancel := request(pid)
 	ctx, end := Filter(parent)
@@ -103,12 +107,12 @@ func TestFilterIgnoresHousekeeping(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("Err = %v after an ignored interrupt", ctx.Err())
 	}
-	// A later SIGUSR2 (caught) ends it without a second interrupt.
-	syscall.Kill(pid, syscall.SIGUSR2)
+	// A later SIGTERM (caught) ends it without a second interrupt.
+	syscall.Kill(pid, syscall.SIGTERM)
 	select {
 	case <-ctx.Done():
 	case <-time.After(10 * PollInterval):
-		t.Fatal("SIGUSR2 after an ignored interrupt did not cancel the request")
+		t.Fatal("SIGTERM after an ignored interrupt did not cancel the request")
 	}
 	if ctx.Err() != context.Canceled {
 		t.Errorf("Err = %v, want context.Canceled", ctx.Err())

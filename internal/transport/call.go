@@ -10,9 +10,8 @@ import (
 )
 
 // Cancellation. The FUSE layer cancels a call's ctx on FUSE_INTERRUPT when
-// the signal behind it stops the caller or asks it to stop (fusefs passes
-// on no interrupt for SIGURG, SIGCHLD, SIGWINCH or timers; see package
-// interrupt). What a call does with it depends on where the request is:
+// the signal behind it is fatal or asks the caller to end (SIGINT, SIGTERM,
+// SIGHUP, SIGQUIT); see package interrupt. What a call does with it depends on where the request is:
 //
 //   - Not yet sent (waiting for a live channel or for a handle's re-open,
 //     or ctx already done when it was about to go): the call fails at once

@@ -95,9 +95,10 @@ func TestBlackhole(t *testing.T) {
 	})
 
 	// Signals a program expects its system calls to survive (the Go
-	// runtime's preemption, a child's exit, a timer, a resize) leave a
-	// blocked call waiting; a SIGINT that comes after them still ends it,
-	// although the kernel sends one interrupt per call.
+	// runtime's preemption, a child's exit, a timer, a resize, dd's
+	// progress request) leave a blocked call waiting; a SIGINT that comes
+	// after them still ends it, although the kernel sends one interrupt
+	// per call.
 	t.Run("HousekeepingSignalsWaitSIGINTDoesNot", func(t *testing.T) {
 		r := startHelper(t, "read", m.Path("wait-me"))
 		var tid int
@@ -110,7 +111,7 @@ func TestBlackhole(t *testing.T) {
 		case <-time.After(time.Second):
 		}
 		for i := range 20 {
-			sig := []syscall.Signal{syscall.SIGURG, syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGALRM}[i%4]
+			sig := []syscall.Signal{syscall.SIGURG, syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGALRM, syscall.SIGUSR1}[i%5]
 			syscall.Tgkill(r.cmd.Process.Pid, tid, sig)
 			wait := 25 * time.Millisecond
 			if i == 19 {
