@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -57,6 +58,13 @@ func mountPT(t *testing.T, dir, cacheDir string, mode cache.Mode, directIO, want
 	tm.srv = srv
 	m := &ptMount{diskMount: &diskMount{testMount: tm, hook: hook, cache: c}, fsys: fsys, debug: debug}
 	t.Cleanup(func() {
+		if t.Failed() {
+			// The kernel fails an open whose I/O mode or backing file
+			// conflicts with EIO, and says no more: the requests and
+			// replies tell what the daemon answered.
+			lines := strings.Split(strings.TrimSpace(debug.String()), "\n")
+			t.Logf("last FUSE requests and replies:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
 		if m.srv != nil {
 			m.close(t)
 		}
