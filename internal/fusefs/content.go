@@ -103,10 +103,10 @@ func (f *filesys) forgetContent(p string) {
 // openCached opens a handle served from the disk cache, or returns nil.
 // When the cache holds the whole file, the remote file is opened only if
 // a read finds a block bad. Otherwise it is opened now, as lazy.go
-// explains for first opens: a caught signal interrupts a blocked open(2),
-// while the kernel's readahead READs wait for fatal signals only. It is
-// opened now too when the remote user might not read the file, so that
-// open(2) fails as it should.
+// explains for first opens: a caught SIGINT or SIGTERM interrupts a
+// blocked open(2), while the kernel's readahead READs wait for fatal
+// signals only. It is opened now too when the remote user might not read
+// the file, so that open(2) fails as it should.
 func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle, uint32, syscall.Errno) {
 	a, ok, errno := n.contentVersion(ctx, p)
 	if errno != 0 || !ok {

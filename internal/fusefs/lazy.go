@@ -19,9 +19,9 @@ import (
 // is opened by the first READ the page cache cannot serve, usually none.
 // Reading a tree again then costs no round trip per file, where OPEN,
 // FSTAT and CLOSE would. A first open, whose data must be read, stays
-// eager: the OPEN costs the same round trip there, and a caught signal
-// interrupts a blocked open(2), while the kernel's readahead READs wait
-// for fatal signals only.
+// eager: the OPEN costs the same round trip there, and a caught SIGINT
+// or SIGTERM interrupts a blocked open(2), while the kernel's readahead
+// READs wait for fatal signals only.
 //
 // What changes for the caller:
 //   - A file removed on the server after its attributes were fetched

@@ -8,10 +8,10 @@
 // (git's progress display), SIGWINCH, job control (Ctrl-Z, then fg),
 // SIGUSR1 (dd's progress report). Answering those with EINTR breaks
 // programs that call stat or read with SA_RESTART handlers and never
-// expect EINTR from a file. A signal that ends the program (any fatal
-// one: the kernel then queues SIGKILL to every thread) or that asks it
-// to end (SIGINT, SIGTERM, SIGHUP, SIGQUIT, caught) must still end a call
-// blocked on a dead link at once.
+// expect EINTR from a file. A signal that ends the program (SIGKILL, or
+// one it neither catches nor ignores whose default action ends it) or
+// that asks it to end (SIGINT, SIGTERM, SIGHUP, SIGQUIT, caught or not)
+// must still end a call blocked on a dead link at once.
 //
 // Filter narrows a request's cancellation to the latter. The kernel sends
 // one interrupt per request, so after ignoring one the request keeps
@@ -129,46 +129,60 @@ func (c *filtered) watch(done, stop chan struct{}) {
 	close(done)
 }
 
-// Meant reports whether thread tid has a pending signal that should end
-// its file system call: one of stopping that it does not block. A thread
-// whose state cannot be read (gone, or outside this PID namespace) is
-// taken to mean it.
+// Meant reports whether thread tid has a pending signal, not blocked,
+// that should end its file system call: one of stopping, or one whose
+// default action ends the process and that the process neither catches
+// nor ignores (the kernel does not always queue SIGKILL for those: not
+// for a signal that dumps core, nor for a traced process). A thread whose
+// state cannot be read (gone, or outside this PID namespace) is taken to
+// mean it.
 func Meant(tid uint32) bool {
 	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
 	if err != nil {
 		return true
 	}
-	pending, err := pendingSignals(status)
+	s, err := parseStatus(status)
 	if err != nil {
 		return true
 	}
-	return pending&stopping != 0
+	pending := (s.sigPnd | s.shdPnd) &^ s.sigBlk
+	return pending&(stopping|fatalByDefault&^(s.sigCgt|s.sigIgn)) != 0
 }
 
-// pendingSignals returns the signals pending for the thread whose
-// /proc/TID/status is given, its own and its process's, less those it
-// blocks.
-func pendingSignals(status []byte) (uint64, error) {
-	fields := map[string]uint64{}
+// fatalByDefault are the signals whose default action terminates the
+// process, with or without a core dump: all but those ignored by default
+// and job control.
+var fatalByDefault = ^sigmask(syscall.SIGCHLD, syscall.SIGCONT, syscall.SIGURG,
+	syscall.SIGWINCH, syscall.SIGSTOP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+
+// signalState is a thread's signal masks from /proc/TID/status: pending
+// for the thread and for its process, blocked, ignored and caught.
+type signalState struct {
+	sigPnd, shdPnd, sigBlk, sigIgn, sigCgt uint64
+}
+
+func parseStatus(status []byte) (signalState, error) {
+	var s signalState
+	fields := map[string]*uint64{"SigPnd": &s.sigPnd, "ShdPnd": &s.shdPnd,
+		"SigBlk": &s.sigBlk, "SigIgn": &s.sigIgn, "SigCgt": &s.sigCgt}
+	found := 0
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		name, value, ok := bytes.Cut(sc.Bytes(), []byte(":"))
 		if !ok {
 			continue
 		}
-		switch k := string(name); k {
-		case "SigPnd", "ShdPnd", "SigBlk":
+		if dst := fields[string(name)]; dst != nil {
 			v, err := strconv.ParseUint(string(bytes.TrimSpace(value)), 16, 64)
 			if err != nil {
-				return 0, fmt.Errorf("%s: %w", k, err)
+				return signalState{}, fmt.Errorf("%s: %w", name, err)
 			}
-			fields[k] = v
+			*dst = v
+			found++
 		}
 	}
-	for _, k := range []string{"SigPnd", "ShdPnd", "SigBlk"} {
-		if _, ok := fields[k]; !ok {
-			return 0, fmt.Errorf("no %s in status", k)
-		}
+	if found != len(fields) {
+		return signalState{}, fmt.Errorf("status has %d of the %d signal masks", found, len(fields))
 	}
-	return (fields["SigPnd"] | fields["ShdPnd"]) &^ fields["SigBlk"], nil
+	return s, nil
 }

@@ -22,7 +22,7 @@ func TestBlackhole(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	// Files the mount has not opened and a directory it has not listed, so
 	// that no cache can answer for them.
-	for _, name := range []string{"cat-me", "read-me", "wait-me"} {
+	for _, name := range []string{"cat-me", "abort-me", "read-me", "wait-me"} {
 		if err := os.WriteFile(h.Dir+"/"+name, []byte("served by "+name), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -60,13 +60,27 @@ func TestBlackhole(t *testing.T) {
 
 	t.Run("SIGINTStopsBlockedCat", func(t *testing.T) {
 		cmd := exec.Command("cat", m.Path("cat-me"))
-		status, after := interrupt(t, cmd)
+		status, after := interrupt(t, cmd, syscall.SIGINT)
 		ws, _ := status.Sys().(syscall.WaitStatus)
 		if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 			t.Errorf("cat ended with %v, want death by SIGINT", status)
 		}
 		if after > 2*time.Second {
 			t.Errorf("cat ended %v after SIGINT, want within 2s", after)
+		}
+	})
+
+	// A signal whose default action dumps core is fatal too, although the
+	// kernel queues no SIGKILL for it.
+	t.Run("SIGABRTStopsBlockedCat", func(t *testing.T) {
+		cmd := exec.Command("sh", "-c", `ulimit -c 0; exec cat "$0"`, m.Path("abort-me"))
+		status, after := interrupt(t, cmd, syscall.SIGABRT)
+		ws, _ := status.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != syscall.SIGABRT {
+			t.Errorf("cat ended with %v, want death by SIGABRT", status)
+		}
+		if after > 2*time.Second {
+			t.Errorf("cat ended %v after SIGABRT, want within 2s", after)
 		}
 	})
 
@@ -143,7 +157,8 @@ func TestBlackhole(t *testing.T) {
 		}
 		for name, want := range map[string]string{
 			"before": "written before", "after": "written after",
-			"cat-me": "served by cat-me", "read-me": "served by read-me", "wait-me": "served by wait-me",
+			"cat-me": "served by cat-me", "abort-me": "served by abort-me",
+			"read-me": "served by read-me", "wait-me": "served by wait-me",
 		} {
 			got, err := os.ReadFile(m.Path(name))
 			if err != nil {
@@ -158,9 +173,9 @@ func TestBlackhole(t *testing.T) {
 }
 
 // interrupt starts cmd, checks that it is still blocked after a second,
-// sends SIGINT and waits (at most 30s) for it to end. It returns how it
+// sends sig and waits (at most 30s) for it to end. It returns how it
 // ended and how long after the signal.
-func interrupt(t *testing.T, cmd *exec.Cmd) (*os.ProcessState, time.Duration) {
+func interrupt(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (*os.ProcessState, time.Duration) {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -181,7 +196,7 @@ func interrupt(t *testing.T, cmd *exec.Cmd) (*os.ProcessState, time.Duration) {
 	case <-time.After(time.Second):
 	}
 	sent := time.Now()
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -190,7 +205,7 @@ func interrupt(t *testing.T, cmd *exec.Cmd) (*os.ProcessState, time.Duration) {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("%s still runs 30s after SIGINT", cmd)
+		t.Fatalf("%s still runs 30s after %v", cmd, sig)
 	}
 	return nil, 0
 }
