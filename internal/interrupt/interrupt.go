@@ -93,6 +93,9 @@ func (c *filtered) Done() <-chan struct{} {
 }
 
 func (c *filtered) Err() error {
+	if c.Context.Err() == nil {
+		return nil // not interrupted: no need to start watching
+	}
 	select {
 	case <-c.Done():
 		return context.Canceled
