@@ -6,10 +6,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"sshfsm/internal/mountinfo"
 	"sshfsm/internal/netproxy"
 	"sshfsm/internal/testenv"
 )
@@ -208,4 +212,81 @@ func interrupt(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (*os.ProcessStat
 		t.Fatalf("%s still runs 30s after %v", cmd, sig)
 	}
 	return nil, 0
+}
+
+// TestAbortedConnectionEndsDaemon aborts the FUSE connection (echo 1 >
+// /sys/fs/fuse/connections/N/abort, the remedy for a hung mount) while a
+// call waits on a black-holed link after an interrupt it ignored: the
+// kernel answers the caller at once, and the daemon must end at once too,
+// not when the call's timeout passes.
+func TestAbortedConnectionEndsDaemon(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	if err := os.WriteFile(h.Dir+"/stuck", []byte("served by stuck"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	connections := fusectl(t)
+	p, sshArgs, dest := proxied(t, h, netproxy.Options{})
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=60", "prefetch_depth=0"}})
+	var st unix.Stat_t
+	if err := unix.Stat(m.Dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	ctl := fmt.Sprintf("%s/%d", connections, unix.Minor(st.Dev))
+	if _, err := os.Stat(ctl + "/abort"); err != nil {
+		t.Fatalf("the mount's connection has no control directory: %v", err)
+	}
+	pid := m.daemonPID()
+	if pid == 0 {
+		t.Fatal("no daemon process serves the mount")
+	}
+
+	p.Blackhole(true)
+	t.Cleanup(func() { p.Blackhole(false) })
+	r := startHelper(t, "read", m.Path("stuck"))
+	var tid int
+	if _, err := fmt.Sscanf(r.next(t, 30*time.Second), "ready %d", &tid); err != nil {
+		t.Fatalf("reader helper: %v", err)
+	}
+	select {
+	case line := <-r.lines:
+		t.Fatalf("reader printed %q before the abort: the call did not block on the black-holed link", line)
+	case <-time.After(time.Second):
+	}
+	syscall.Tgkill(r.cmd.Process.Pid, tid, syscall.SIGURG)
+	select {
+	case line := <-r.lines:
+		t.Fatalf("reader printed %q after SIGURG: the signal interrupted its call", line)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	aborted := time.Now()
+	if err := os.WriteFile(ctl+"/abort", []byte("1"), 0o200); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.next(t, 10*time.Second); !strings.HasPrefix(got, "open: ") && !strings.HasPrefix(got, "read: ") {
+		t.Errorf("reader printed %q after the abort, want its open or read to fail", got)
+	}
+	if !waitExit(pid, 10*time.Second) {
+		t.Fatalf("daemon %d still runs 10s after its connection was aborted (the call's timeout is 60s)", pid)
+	}
+	t.Logf("daemon ended %v after the abort", time.Since(aborted).Round(time.Millisecond))
+}
+
+// fusectl returns where the FUSE control filesystem is mounted, mounting
+// it first as systemd does at boot if it is not, until the test ends.
+func fusectl(t *testing.T) string {
+	t.Helper()
+	const dir = "/sys/fs/fuse/connections"
+	if m, ok := mountinfo.At(dir); ok && m.FSType == "fusectl" {
+		return dir
+	}
+	if err := unix.Mount("fusectl", dir, "fusectl", 0, ""); err != nil {
+		t.Skipf("fusectl is not mounted and cannot be (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting fusectl: %v", err)
+		}
+	})
+	return dir
 }
