@@ -63,53 +63,18 @@ func TestBlackhole(t *testing.T) {
 	})
 
 	t.Run("SIGINTStopsBlockedCat", func(t *testing.T) {
-		cmd := exec.Command("cat", m.Path("cat-me"))
-		status, after := interrupt(t, cmd, syscall.SIGINT)
-		ws, _ := status.Sys().(syscall.WaitStatus)
-		if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
-			t.Errorf("cat ended with %v, want death by SIGINT", status)
-		}
-		if after > 2*time.Second {
-			t.Errorf("cat ended %v after SIGINT, want within 2s", after)
-		}
+		killsBlocked(t, exec.Command("cat", m.Path("cat-me")), syscall.SIGINT)
 	})
 
 	// A signal whose default action dumps core is fatal too, although the
 	// kernel queues no SIGKILL for it.
 	t.Run("SIGABRTStopsBlockedCat", func(t *testing.T) {
-		cmd := exec.Command("sh", "-c", `ulimit -c 0; exec cat "$0"`, m.Path("abort-me"))
-		status, after := interrupt(t, cmd, syscall.SIGABRT)
-		ws, _ := status.Sys().(syscall.WaitStatus)
-		if !ws.Signaled() || ws.Signal() != syscall.SIGABRT {
-			t.Errorf("cat ended with %v, want death by SIGABRT", status)
-		}
-		if after > 2*time.Second {
-			t.Errorf("cat ended %v after SIGABRT, want within 2s", after)
-		}
+		killsBlocked(t, exec.Command("sh", "-c", `ulimit -c 0; exec cat "$0"`, m.Path("abort-me")), syscall.SIGABRT)
 	})
 
 	t.Run("SIGINTGivesEINTR", func(t *testing.T) {
-		r := startHelper(t, "read", m.Path("read-me"))
-		var tid int
-		if _, err := fmt.Sscanf(r.next(t, 30*time.Second), "ready %d", &tid); err != nil {
-			t.Fatalf("reader helper: %v", err)
-		}
-		select {
-		case line := <-r.lines:
-			t.Fatalf("reader printed %q before the signal: the call did not block on the black-holed link", line)
-		case <-time.After(time.Second):
-		}
-		sent := time.Now()
-		if err := syscall.Tgkill(r.cmd.Process.Pid, tid, syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		got := r.next(t, 30*time.Second)
-		if got != "open: EINTR" && got != "read: EINTR" {
-			t.Errorf("reader printed %q, want its open or read to fail with EINTR", got)
-		}
-		if after := time.Since(sent); after > 2*time.Second {
-			t.Errorf("reader's call returned %v after SIGINT, want within 2s", after)
-		}
+		r, tid := blockedReader(t, m.Path("read-me"))
+		sigintGivesEINTR(t, r, tid)
 	})
 
 	// Signals a program expects its system calls to survive (the Go
@@ -118,16 +83,7 @@ func TestBlackhole(t *testing.T) {
 	// after them still ends it, although the kernel sends one interrupt
 	// per call.
 	t.Run("HousekeepingSignalsWaitSIGINTDoesNot", func(t *testing.T) {
-		r := startHelper(t, "read", m.Path("wait-me"))
-		var tid int
-		if _, err := fmt.Sscanf(r.next(t, 30*time.Second), "ready %d", &tid); err != nil {
-			t.Fatalf("reader helper: %v", err)
-		}
-		select {
-		case line := <-r.lines:
-			t.Fatalf("reader printed %q before any signal: the call did not block on the black-holed link", line)
-		case <-time.After(time.Second):
-		}
+		r, tid := blockedReader(t, m.Path("wait-me"))
 		for i := range 20 {
 			sig := []syscall.Signal{syscall.SIGURG, syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGALRM, syscall.SIGUSR1}[i%5]
 			syscall.Tgkill(r.cmd.Process.Pid, tid, sig)
@@ -141,17 +97,7 @@ func TestBlackhole(t *testing.T) {
 			case <-time.After(wait):
 			}
 		}
-		sent := time.Now()
-		if err := syscall.Tgkill(r.cmd.Process.Pid, tid, syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		got := r.next(t, 30*time.Second)
-		if got != "open: EINTR" && got != "read: EINTR" {
-			t.Errorf("reader printed %q, want its open or read to fail with EINTR", got)
-		}
-		if after := time.Since(sent); after > 2*time.Second {
-			t.Errorf("reader's call returned %v after SIGINT, want within 2s", after)
-		}
+		sigintGivesEINTR(t, r, tid)
 	})
 
 	p.Blackhole(false)
@@ -176,10 +122,9 @@ func TestBlackhole(t *testing.T) {
 	})
 }
 
-// interrupt starts cmd, checks that it is still blocked after a second,
-// sends sig and waits (at most 30s) for it to end. It returns how it
-// ended and how long after the signal.
-func interrupt(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (*os.ProcessState, time.Duration) {
+// killsBlocked starts cmd, checks that it is still blocked after a
+// second, sends sig and checks that cmd dies of it within 2s.
+func killsBlocked(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -205,13 +150,53 @@ func interrupt(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (*os.ProcessStat
 	}
 	select {
 	case <-done:
-		return cmd.ProcessState, time.Since(sent)
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		<-done
 		t.Fatalf("%s still runs 30s after %v", cmd, sig)
 	}
-	return nil, 0
+	after := time.Since(sent)
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != sig {
+		t.Errorf("%s ended with %v, want death by %v", cmd, cmd.ProcessState, sig)
+	}
+	if after > 2*time.Second {
+		t.Errorf("%s ended %v after %v, want within 2s", cmd, after, sig)
+	}
+}
+
+// blockedReader starts the read helper on path and checks that its call
+// blocks (for a second); it returns the helper and the blocked thread.
+func blockedReader(t *testing.T, path string) (*helper, int) {
+	t.Helper()
+	r := startHelper(t, "read", path)
+	var tid int
+	if _, err := fmt.Sscanf(r.next(t, 30*time.Second), "ready %d", &tid); err != nil {
+		t.Fatalf("reader helper: %v", err)
+	}
+	select {
+	case line := <-r.lines:
+		t.Fatalf("reader printed %q before any signal: the call did not block on the black-holed link", line)
+	case <-time.After(time.Second):
+	}
+	return r, tid
+}
+
+// sigintGivesEINTR sends SIGINT to the blocked reader's thread and checks
+// that its call fails with EINTR within 2s.
+func sigintGivesEINTR(t *testing.T, r *helper, tid int) {
+	t.Helper()
+	sent := time.Now()
+	if err := syscall.Tgkill(r.cmd.Process.Pid, tid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	got := r.next(t, 30*time.Second)
+	if got != "open: EINTR" && got != "read: EINTR" {
+		t.Errorf("reader printed %q, want its open or read to fail with EINTR", got)
+	}
+	if after := time.Since(sent); after > 2*time.Second {
+		t.Errorf("reader's call returned %v after SIGINT, want within 2s", after)
+	}
 }
 
 // TestAbortedConnectionEndsDaemon aborts the FUSE connection (echo 1 >
@@ -242,16 +227,7 @@ func TestAbortedConnectionEndsDaemon(t *testing.T) {
 
 	p.Blackhole(true)
 	t.Cleanup(func() { p.Blackhole(false) })
-	r := startHelper(t, "read", m.Path("stuck"))
-	var tid int
-	if _, err := fmt.Sscanf(r.next(t, 30*time.Second), "ready %d", &tid); err != nil {
-		t.Fatalf("reader helper: %v", err)
-	}
-	select {
-	case line := <-r.lines:
-		t.Fatalf("reader printed %q before the abort: the call did not block on the black-holed link", line)
-	case <-time.After(time.Second):
-	}
+	r, tid := blockedReader(t, m.Path("stuck"))
 	syscall.Tgkill(r.cmd.Process.Pid, tid, syscall.SIGURG)
 	select {
 	case line := <-r.lines:
