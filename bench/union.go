@@ -262,16 +262,14 @@ func listFloor(ctx context.Context, floor *tool, dir, mnt string, want int) (flo
 	return listMount(ctx, m, want)
 }
 
-// listFresh mounts branches at mnt, drops the page cache (and the disk
-// cache), times ls -l of the root, or with walk find, and checks that it
-// listed want names.
+// listFresh empties the disk cache (the listings the previous mount left),
+// mounts branches at mnt, drops the page cache, times ls -l of the root,
+// or with walk find, and checks that it listed want names.
 func listFresh(ctx context.Context, bin, cfg string, branches []string, mnt string, want int, walk bool) (float64, error) {
 	t := &tool{key: "union", name: "union", argv: func(cfg, _, _, mnt string) []string {
 		return append(append([]string{bin, "-F", cfg, "-o", "cache_dir=" + diskCacheDir}, branches...), mnt)
 	}}
-	if walk {
-		clearDiskCache() // the listings of the previous mount
-	}
+	clearDiskCache()
 	m, err := doMount(ctx, t, cfg, "", "", mnt)
 	if err != nil {
 		return 0, err
