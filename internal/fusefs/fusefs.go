@@ -5,6 +5,7 @@ package fusefs
 import (
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,6 +92,8 @@ type filesys struct {
 	inos *inoTable
 	errs errLog
 	syms symLog
+	// conn is the mount's FUSE connection, known once mounted (Gone).
+	conn atomic.Pointer[fuseConn]
 	// notes tells the kernel what revalidations of persisted listings
 	// found; nil without MetaFile.
 	notes *notifier
@@ -127,6 +130,9 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	}
 	if err := raiseReadahead(mountpoint, fo.MaxReadAhead>>10); err != nil {
 		fsys.log.Debug("readahead left at the kernel default", "err", err)
+	}
+	if c := findConn(mountpoint); c != nil {
+		fsys.conn.Store(c)
 	}
 	fsys.pt.probe(server, o)
 	fsys.watchHealth(server)

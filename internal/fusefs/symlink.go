@@ -25,7 +25,7 @@ var _ = (fs.NodeReadlinker)((*node)(nil))
 // With transform_symlinks, absolute targets under the remote mount prefix
 // are first rewritten relative to the link, and so stay usable.
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx)
+	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
 	defer endRequest()
 	p, ok := n.path()
 	if !ok {

@@ -16,7 +16,11 @@
 // Filter narrows a request's cancellation to the latter. The kernel sends
 // one interrupt per request, so after ignoring one the request keeps
 // looking at the caller's pending signals until it ends: a Ctrl-C that
-// follows a preemption signal still ends the call.
+// follows a preemption signal still ends the call. go-fuse also cancels
+// every request in flight when the connection ends (aborted through
+// /sys/fs/fuse/connections, or unmounted): then the kernel has answered
+// every caller, and the request is cancelled too, so that the daemon can
+// exit.
 package interrupt
 
 import (
@@ -51,11 +55,18 @@ func sigmask(sigs ...syscall.Signal) uint64 {
 	return m
 }
 
+// Conn is the FUSE connection requests come on.
+type Conn interface {
+	// Gone reports that the kernel has ended the connection: nobody
+	// waits for an answer any more.
+	Gone() bool
+}
+
 // Filter returns a context whose cancellation follows ctx's only when the
-// caller means to stop (see the package comment), and a function to call
-// when the request ends. A context without a FUSE caller, or one already
-// filtered, is returned as it is.
-func Filter(ctx context.Context) (context.Context, func()) {
+// caller means to stop or conn is gone (see the package comment), and a
+// function to call when the request ends. A context without a FUSE
+// caller, or one already filtered, is returned as it is.
+func Filter(ctx context.Context, conn Conn) (context.Context, func()) {
 	if _, ok := ctx.(*filtered); ok {
 		return ctx, func() {}
 	}
@@ -63,7 +74,7 @@ func Filter(ctx context.Context) (context.Context, func()) {
 	if !ok || caller.Pid == 0 {
 		return ctx, func() {}
 	}
-	c := &filtered{Context: ctx, tid: caller.Pid}
+	c := &filtered{Context: ctx, tid: caller.Pid, conn: conn}
 	return c, c.end
 }
 
@@ -72,6 +83,7 @@ func Filter(ctx context.Context) (context.Context, func()) {
 type filtered struct {
 	context.Context // the request's: deadline and values
 	tid             uint32
+	conn            Conn
 
 	mu    sync.Mutex
 	done  chan struct{} // closed when the caller means to stop
@@ -122,7 +134,7 @@ func (c *filtered) watch(done, stop chan struct{}) {
 	}
 	t := time.NewTicker(PollInterval)
 	defer t.Stop()
-	for !Meant(c.tid) {
+	for !Meant(c.tid) && !c.conn.Gone() {
 		select {
 		case <-t.C:
 		case <-stop:

@@ -2,10 +2,12 @@ package interrupt
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -105,7 +107,7 @@ func TestFilterIgnoresHousekeeping(t *testing.T) {
 	pid := stopped(t, "WINCH TERM")
 	syscall.Kill(pid, syscall.SIGWINCH)
 	parent, cancel := request(pid)
-	ctx, end := Filter(parent)
+	ctx, end := Filter(parent, alive)
 	defer end()
 	close(cancel)
 	select {
@@ -136,7 +138,7 @@ func TestFilterHonoursDeadCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent, cancel := request(cmd.Process.Pid)
-	ctx, end := Filter(parent)
+	ctx, end := Filter(parent, alive)
 	defer end()
 	if ctx.Err() != nil {
 		t.Fatalf("Err = %v before any interrupt", ctx.Err())
@@ -155,7 +157,7 @@ func TestFilterEndStopsWatching(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 100 {
 		parent, _ := request(1)
-		ctx, end := Filter(parent)
+		ctx, end := Filter(parent, alive)
 		_ = ctx.Done()
 		end()
 	}
@@ -167,7 +169,7 @@ func TestFilterEndStopsWatching(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	parent, _ := request(1)
-	ctx, end := Filter(parent)
+	ctx, end := Filter(parent, alive)
 	end()
 	if ctx.Err() != nil {
 		t.Errorf("Err = %v for a request ended before anything waited", ctx.Err())
@@ -175,18 +177,47 @@ func TestFilterEndStopsWatching(t *testing.T) {
 }
 
 func TestFilterPassesOthers(t *testing.T) {
-	ctx, end := Filter(context.Background())
+	ctx, end := Filter(context.Background(), alive)
 	defer end()
 	if ctx != context.Background() {
 		t.Error("a context without a FUSE caller was wrapped")
 	}
 	parent, _ := request(1)
-	once, end1 := Filter(parent)
+	once, end1 := Filter(parent, alive)
 	defer end1()
-	if twice, _ := Filter(once); twice != once {
+	if twice, _ := Filter(once, alive); twice != once {
 		t.Error("a filtered context was filtered again")
 	}
 	if c, ok := fuse.FromContext(once); !ok || c.Pid != 1 {
 		t.Errorf("caller of the filtered context = %v %v, want pid 1", c, ok)
+	}
+}
+
+// conn is a FUSE connection whose end the test decides.
+type conn struct{ gone atomic.Bool }
+
+func (c *conn) Gone() bool { return c.gone.Load() }
+
+// alive is a connection that never ends.
+var alive = &conn{}
+
+// When the connection ends, go-fuse cancels every request in flight; the
+// kernel answered the callers, so the request ends too.
+func TestFilterHonoursGoneConnection(t *testing.T) {
+	c := &conn{}
+	parent, cancel := request(os.Getpid())
+	ctx, end := Filter(parent, c)
+	defer end()
+	close(cancel)
+	select {
+	case <-ctx.Done():
+		t.Fatal("an interrupt with nothing pending cancelled the request while the connection lives")
+	case <-time.After(3 * PollInterval):
+	}
+	c.gone.Store(true)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * PollInterval):
+		t.Fatal("the request went on after its connection ended")
 	}
 }

@@ -12,6 +12,7 @@ import (
 // Mount is one line of /proc/self/mountinfo.
 type Mount struct {
 	Point   string // mount point
+	Dev     string // major:minor of the filesystem's device
 	FSType  string // e.g. fuse.sshfsm
 	Source  string // e.g. user@host:/dir
 	Options string // per-mount options, e.g. rw,nosuid,nodev
@@ -68,7 +69,7 @@ func parse(line string) (Mount, bool) {
 	if sep < 0 || sep+2 >= len(f) {
 		return Mount{}, false
 	}
-	m := Mount{Point: Unescape(f[4]), Options: f[5], FSType: f[sep+1], Source: Unescape(f[sep+2])}
+	m := Mount{Point: Unescape(f[4]), Dev: f[2], Options: f[5], FSType: f[sep+1], Source: Unescape(f[sep+2])}
 	if sep+3 < len(f) {
 		m.Super = f[sep+3]
 	}

@@ -9,8 +9,8 @@ func TestParse(t *testing.T) {
 		ok   bool
 	}{
 		{`36 35 98:0 / /mnt/my\040dir rw,nosuid shared:1 - fuse.sshfsm h:/a\134b rw,user_id=0`,
-			Mount{Point: "/mnt/my dir", Options: "rw,nosuid", FSType: "fuse.sshfsm", Source: `h:/a\b`, Super: "rw,user_id=0"}, true},
-		{`36 35 98:0 / /x ro - ext4 /dev/vda`, Mount{Point: "/x", Options: "ro", FSType: "ext4", Source: "/dev/vda"}, true},
+			Mount{Point: "/mnt/my dir", Dev: "98:0", Options: "rw,nosuid", FSType: "fuse.sshfsm", Source: `h:/a\b`, Super: "rw,user_id=0"}, true},
+		{`36 35 98:0 / /x ro - ext4 /dev/vda`, Mount{Point: "/x", Dev: "98:0", Options: "ro", FSType: "ext4", Source: "/dev/vda"}, true},
 		{`36 35 98:0 / /x ro ext4 /dev/vda`, Mount{}, false},
 		{``, Mount{}, false},
 	}

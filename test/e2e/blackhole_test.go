@@ -73,7 +73,7 @@ func TestBlackhole(t *testing.T) {
 	})
 
 	t.Run("SIGINTGivesEINTR", func(t *testing.T) {
-		r, tid := blockedReader(t, m.Path("read-me"))
+		r, tid := blockedReader(t, "read", m.Path("read-me"))
 		sigintGivesEINTR(t, r, tid)
 	})
 
@@ -83,7 +83,7 @@ func TestBlackhole(t *testing.T) {
 	// after them still ends it, although the kernel sends one interrupt
 	// per call.
 	t.Run("HousekeepingSignalsWaitSIGINTDoesNot", func(t *testing.T) {
-		r, tid := blockedReader(t, m.Path("wait-me"))
+		r, tid := blockedReader(t, "read", m.Path("wait-me"))
 		for i := range 20 {
 			sig := []syscall.Signal{syscall.SIGURG, syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGALRM, syscall.SIGUSR1}[i%5]
 			syscall.Tgkill(r.cmd.Process.Pid, tid, sig)
@@ -165,11 +165,12 @@ func killsBlocked(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) {
 	}
 }
 
-// blockedReader starts the read helper on path and checks that its call
-// blocks (for a second); it returns the helper and the blocked thread.
-func blockedReader(t *testing.T, path string) (*helper, int) {
+// blockedReader starts the read helper (mode read or read-stay) on path
+// and checks that its call blocks (for a second); it returns the helper
+// and the blocked thread.
+func blockedReader(t *testing.T, mode, path string) (*helper, int) {
 	t.Helper()
-	r := startHelper(t, "read", path)
+	r := startHelper(t, mode, path)
 	var tid int
 	if _, err := fmt.Sscanf(r.next(t, 30*time.Second), "ready %d", &tid); err != nil {
 		t.Fatalf("reader helper: %v", err)
@@ -203,7 +204,7 @@ func sigintGivesEINTR(t *testing.T, r *helper, tid int) {
 // /sys/fs/fuse/connections/N/abort, the remedy for a hung mount) while a
 // call waits on a black-holed link after an interrupt it ignored: the
 // kernel answers the caller at once, and the daemon must end at once too,
-// not when the call's timeout passes.
+// not when the call's timeout passes, although the caller lives on.
 func TestAbortedConnectionEndsDaemon(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	if err := os.WriteFile(h.Dir+"/stuck", []byte("served by stuck"), 0o644); err != nil {
@@ -227,7 +228,7 @@ func TestAbortedConnectionEndsDaemon(t *testing.T) {
 
 	p.Blackhole(true)
 	t.Cleanup(func() { p.Blackhole(false) })
-	r, tid := blockedReader(t, m.Path("stuck"))
+	r, tid := blockedReader(t, "read-stay", m.Path("stuck"))
 	syscall.Tgkill(r.cmd.Process.Pid, tid, syscall.SIGURG)
 	select {
 	case line := <-r.lines:

@@ -25,6 +25,7 @@ import (
 //	read PATH                        catch SIGINT, print "ready TID", read
 //	                                 PATH once with raw system calls on thread
 //	                                 TID, print what they returned
+//	read-stay PATH                   read, then wait for stdin to close
 //	write PATH SIZE SEED PAUSE       write SIZE bytes of content(SEED); after
 //	                                 PAUSE bytes print "paused" and wait for a
 //	                                 line on stdin; fsync, close, print "done"
@@ -39,6 +40,9 @@ func helperMain() bool {
 	switch args[0] {
 	case "read":
 		helperRead(args[1])
+	case "read-stay":
+		helperRead(args[1])
+		io.Copy(io.Discard, os.Stdin) // live on, as an editor or a shell would
 	case "write":
 		size, _ := strconv.ParseInt(args[2], 10, 64)
 		seed, _ := strconv.ParseUint(args[3], 10, 64)
