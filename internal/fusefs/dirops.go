@@ -47,8 +47,8 @@ func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, ou
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -71,8 +71,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -92,8 +92,8 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 // Mknod creates regular files only; SFTP has no other node types.
 func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -118,8 +118,8 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -137,8 +137,8 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 
 // Link makes a hard link; the new name reports the target's inode.
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return nil, errno
@@ -165,8 +165,8 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return errno
@@ -184,8 +184,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
 		return errno

@@ -75,8 +75,8 @@ func writable(flags uint32) bool {
 // the kernel is told not to send FLUSH at each close(2) of it (a round
 // trip per file that tools such as grep open).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	m, errno := n.fsys.pt.enter(n, flags)
 	if errno != 0 {
 		return nil, 0, errno
@@ -172,8 +172,8 @@ func (n *node) cacheFlags(flags uint32, ifKept bool) (uint32, bool) {
 
 // Read waits for the node's writes in flight, so a reader sees them.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, h.n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, h.n.fsys)
+	defer req.End()
 	if err := h.n.pending.wait(ctx); err != nil {
 		return nil, h.n.fsys.toErrno(err)
 	}
@@ -247,8 +247,8 @@ func (r *lentResult) Slices() ([][]byte, fuse.Status) {
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, h.n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, h.n.fsys)
+	defer req.End()
 	if h.w == nil {
 		return 0, syscall.EBADF
 	}
@@ -266,8 +266,8 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 // application that its data may be lost when it is on its way, and runtimes
 // such as Go's signal their threads all the time.
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, h.n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, h.n.fsys)
+	defer req.End()
 	if h.w == nil {
 		return 0
 	}
@@ -287,8 +287,8 @@ func (h *handle) forgetListing() {
 // Fsync syncs the remote file; a lazy handle not opened yet has nothing
 // to sync.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, h.n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, h.n.fsys)
+	defer req.End()
 	ctx = context.WithoutCancel(ctx)
 	if h.w != nil {
 		if _, err := h.w.wait(ctx); err != nil {
@@ -369,8 +369,8 @@ func (h *handle) truncate(ctx context.Context, size uint64) error {
 // Allocate supports growing a file (mode 0) and FALLOC_FL_KEEP_SIZE. SFTP
 // cannot reserve space: the file grows sparse.
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, h.n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, h.n.fsys)
+	defer req.End()
 	const keepSize = 1
 	switch {
 	case h.w == nil:

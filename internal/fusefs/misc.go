@@ -24,8 +24,8 @@ var (
 // own attributes are served (xattr.go).
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	if !n.fsys.opts.Xattr {
 		return 0, syscall.ENOSYS
 	}
@@ -50,8 +50,8 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 // Statfs reports the remote's statvfs, or a large empty filesystem when
 // the server cannot tell (df and installers must not fail on that).
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	s, err := n.fsys.ns.StatFS(ctx, "")
 	if err != nil {
 		if errno := n.fsys.toErrno(err); errno == syscall.EINTR || errno == syscall.ETIMEDOUT {
@@ -75,8 +75,8 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 // Access checks the reported attributes; the remote enforces its own
 // permissions on every operation anyway.
 func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	if mask&2 != 0 {
 		if errno := n.fsys.readOnly(); errno != 0 {
 			return errno

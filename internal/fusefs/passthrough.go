@@ -227,8 +227,8 @@ func (ph *ptHandle) PassthroughFd() (int, bool) {
 // in passthrough means go-fuse's registration failed, which turns
 // passthrough off for the mount: the handle is in page-cache mode.
 func (ph *ptHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, ph.n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, ph.n.fsys)
+	defer req.End()
 	pt := &ph.n.fsys.pt
 	pt.mu.Lock()
 	if ph.io == ioPT {
@@ -246,8 +246,8 @@ func (ph *ptHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Read
 // registered backing file, which go-fuse unregisters at the node's last
 // release.
 func (ph *ptHandle) Release(ctx context.Context) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, ph.n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, ph.n.fsys)
+	defer req.End()
 	errno := ph.handle.Release(ctx)
 	if ph.vf != nil {
 		_ = ph.vf.Close()

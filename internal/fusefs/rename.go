@@ -21,8 +21,8 @@ const (
 // by the remote; RENAME_EXCHANGE and RENAME_WHITEOUT cannot be expressed
 // over SFTP and fail with EINVAL. The file keeps its inode number.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	if errno := n.fsys.readOnly(); errno != 0 {
 		return errno
 	}

@@ -19,8 +19,8 @@ import (
 // Symlinks: SFTP's setstat follows them, so changing a link's own
 // attributes would change its target's; it fails with EOPNOTSUPP.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	if errno := n.fsys.readOnly(); errno != 0 {
 		return errno
 	}

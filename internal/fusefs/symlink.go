@@ -25,8 +25,8 @@ var _ = (fs.NodeReadlinker)((*node)(nil))
 // With transform_symlinks, absolute targets under the remote mount prefix
 // are first rewritten relative to the link, and so stay usable.
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	ctx, endRequest := interrupt.Filter(ctx, n.fsys)
-	defer endRequest()
+	ctx, req := interrupt.Filter(ctx, n.fsys)
+	defer req.End()
 	p, ok := n.path()
 	if !ok {
 		return nil, syscall.ENOENT

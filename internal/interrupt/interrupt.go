@@ -37,9 +37,9 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// PollInterval is how often a request whose interrupt was ignored looks
+// pollInterval is how often a request whose interrupt was ignored looks
 // at its caller's pending signals again.
-const PollInterval = 100 * time.Millisecond
+const pollInterval = 100 * time.Millisecond
 
 // stopping are the signals that cancel a request: SIGKILL, which the
 // kernel also queues for any fatal signal, and those that ask a program
@@ -63,24 +63,26 @@ type Conn interface {
 }
 
 // Filter returns a context whose cancellation follows ctx's only when the
-// caller means to stop or conn is gone (see the package comment), and a
-// function to call when the request ends. A context without a FUSE
-// caller, or one already filtered, is returned as it is.
-func Filter(ctx context.Context, conn Conn) (context.Context, func()) {
-	if _, ok := ctx.(*filtered); ok {
-		return ctx, func() {}
+// caller means to stop or conn is gone (see the package comment), and the
+// request whose End must be called when the request ends. A context
+// without a FUSE caller, or one already filtered, is returned as it is,
+// with a nil request.
+func Filter(ctx context.Context, conn Conn) (context.Context, *Request) {
+	if _, ok := ctx.(*Request); ok {
+		return ctx, nil
 	}
 	caller, ok := fuse.FromContext(ctx)
 	if !ok || caller.Pid == 0 {
-		return ctx, func() {}
+		return ctx, nil
 	}
-	c := &filtered{Context: ctx, tid: caller.Pid, conn: conn}
-	return c, c.end
+	r := &Request{Context: ctx, tid: caller.Pid, conn: conn}
+	return r, r
 }
 
-// filtered starts watching its parent only when something waits on Done,
-// so that requests answered from the caches cost no goroutine.
-type filtered struct {
+// Request is a filtered request's context. It starts watching its parent
+// only when something waits on Done, so that requests answered from the
+// caches cost no goroutine, and it is the one allocation Filter makes.
+type Request struct {
 	context.Context // the request's: deadline and values
 	tid             uint32
 	conn            Conn
@@ -91,7 +93,7 @@ type filtered struct {
 	ended bool
 }
 
-func (c *filtered) Done() <-chan struct{} {
+func (c *Request) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done == nil {
@@ -104,7 +106,7 @@ func (c *filtered) Done() <-chan struct{} {
 	return c.done
 }
 
-func (c *filtered) Err() error {
+func (c *Request) Err() error {
 	if c.Context.Err() == nil {
 		return nil // not interrupted: no need to start watching
 	}
@@ -116,7 +118,12 @@ func (c *filtered) Err() error {
 	}
 }
 
-func (c *filtered) end() {
+// End stops watching the request, which has been answered. It does
+// nothing on a nil Request.
+func (c *Request) End() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ended = true
@@ -126,15 +133,15 @@ func (c *filtered) end() {
 	}
 }
 
-func (c *filtered) watch(done, stop chan struct{}) {
+func (c *Request) watch(done, stop chan struct{}) {
 	select {
 	case <-c.Context.Done():
 	case <-stop:
 		return
 	}
-	t := time.NewTicker(PollInterval)
+	t := time.NewTicker(pollInterval)
 	defer t.Stop()
-	for !Meant(c.tid) && !c.conn.Gone() {
+	for !meant(c.tid) && !c.conn.Gone() {
 		select {
 		case <-t.C:
 		case <-stop:
@@ -144,14 +151,14 @@ func (c *filtered) watch(done, stop chan struct{}) {
 	close(done)
 }
 
-// Meant reports whether thread tid has a pending signal, not blocked,
+// meant reports whether thread tid has a pending signal, not blocked,
 // that should end its file system call: one of stopping, or one whose
 // default action ends the process and that the process neither catches
 // nor ignores (the kernel does not always queue SIGKILL for those: not
 // for a signal that dumps core, nor for a traced process). A thread whose
 // state cannot be read (gone, or outside this PID namespace) is taken to
 // mean it.
-func Meant(tid uint32) bool {
+func meant(tid uint32) bool {
 	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
 	if err != nil {
 		return true

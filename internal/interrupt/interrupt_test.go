@@ -60,7 +60,7 @@ func stopped(t *testing.T, sigs string) int {
 	}
 }
 
-func TestMeant(t *testing.T) {
+func TestMeantSignals(t *testing.T) {
 	for _, c := range []struct {
 		sig  syscall.Signal
 		name string
@@ -81,17 +81,17 @@ func TestMeant(t *testing.T) {
 		{syscall.SIGSEGV, "", true},
 	} {
 		pid := stopped(t, c.name)
-		if Meant(uint32(pid)) {
+		if meant(uint32(pid)) {
 			t.Fatalf("a stopped shell with nothing pending means to stop")
 		}
 		if err := syscall.Kill(pid, c.sig); err != nil {
 			t.Fatal(err)
 		}
-		if got := Meant(uint32(pid)); got != c.want {
+		if got := meant(uint32(pid)); got != c.want {
 			t.Errorf("with %v pending (caught: %q), Meant = %v, want %v", c.sig, c.name, got, c.want)
 		}
 	}
-	if !Meant(1 << 30) {
+	if !meant(1 << 30) {
 		t.Error("a thread that does not exist does not mean to stop: it cannot wait for an answer")
 	}
 }
@@ -103,28 +103,40 @@ func request(tid int) (*fuse.Context, chan struct{}) {
 	return &fuse.Context{Caller: fuse.Caller{Pid: uint32(tid)}, Cancel: cancel}, cancel
 }
 
+// goesOn fails with why if ctx is cancelled within three polls.
+func goesOn(t *testing.T, ctx context.Context, why string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		t.Fatal(why)
+	case <-time.After(3 * pollInterval):
+	}
+}
+
+// cancelled fails with why unless ctx is cancelled within ten polls.
+func cancelled(t *testing.T, ctx context.Context, why string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * pollInterval):
+		t.Fatal(why)
+	}
+}
+
 func TestFilterIgnoresHousekeeping(t *testing.T) {
 	pid := stopped(t, "WINCH TERM")
 	syscall.Kill(pid, syscall.SIGWINCH)
 	parent, cancel := request(pid)
-	ctx, end := Filter(parent, alive)
-	defer end()
+	ctx, req := Filter(parent, alive)
+	defer req.End()
 	close(cancel)
-	select {
-	case <-ctx.Done():
-		t.Fatal("an interrupt for SIGWINCH cancelled the request")
-	case <-time.After(3 * PollInterval):
-	}
+	goesOn(t, ctx, "an interrupt for SIGWINCH cancelled the request")
 	if ctx.Err() != nil {
 		t.Fatalf("Err = %v after an ignored interrupt", ctx.Err())
 	}
 	// A later SIGTERM (caught) ends it without a second interrupt.
 	syscall.Kill(pid, syscall.SIGTERM)
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * PollInterval):
-		t.Fatal("SIGTERM after an ignored interrupt did not cancel the request")
-	}
+	cancelled(t, ctx, "SIGTERM after an ignored interrupt did not cancel the request")
 	if ctx.Err() != context.Canceled {
 		t.Errorf("Err = %v, want context.Canceled", ctx.Err())
 	}
@@ -138,8 +150,8 @@ func TestFilterHonoursDeadCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent, cancel := request(cmd.Process.Pid)
-	ctx, end := Filter(parent, alive)
-	defer end()
+	ctx, req := Filter(parent, alive)
+	defer req.End()
 	if ctx.Err() != nil {
 		t.Fatalf("Err = %v before any interrupt", ctx.Err())
 	}
@@ -157,9 +169,9 @@ func TestFilterEndStopsWatching(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 100 {
 		parent, _ := request(1)
-		ctx, end := Filter(parent, alive)
+		ctx, req := Filter(parent, alive)
 		_ = ctx.Done()
-		end()
+		req.End()
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > before {
@@ -169,22 +181,22 @@ func TestFilterEndStopsWatching(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	parent, _ := request(1)
-	ctx, end := Filter(parent, alive)
-	end()
+	ctx, req := Filter(parent, alive)
+	req.End()
 	if ctx.Err() != nil {
 		t.Errorf("Err = %v for a request ended before anything waited", ctx.Err())
 	}
 }
 
 func TestFilterPassesOthers(t *testing.T) {
-	ctx, end := Filter(context.Background(), alive)
-	defer end()
-	if ctx != context.Background() {
+	ctx, req := Filter(context.Background(), alive)
+	defer req.End() // nil: does nothing
+	if ctx != context.Background() || req != nil {
 		t.Error("a context without a FUSE caller was wrapped")
 	}
 	parent, _ := request(1)
-	once, end1 := Filter(parent, alive)
-	defer end1()
+	once, req1 := Filter(parent, alive)
+	defer req1.End()
 	if twice, _ := Filter(once, alive); twice != once {
 		t.Error("a filtered context was filtered again")
 	}
@@ -206,18 +218,10 @@ var alive = &conn{}
 func TestFilterHonoursGoneConnection(t *testing.T) {
 	c := &conn{}
 	parent, cancel := request(os.Getpid())
-	ctx, end := Filter(parent, c)
-	defer end()
+	ctx, req := Filter(parent, c)
+	defer req.End()
 	close(cancel)
-	select {
-	case <-ctx.Done():
-		t.Fatal("an interrupt with nothing pending cancelled the request while the connection lives")
-	case <-time.After(3 * PollInterval):
-	}
+	goesOn(t, ctx, "an interrupt with nothing pending cancelled the request while the connection lives")
 	c.gone.Store(true)
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * PollInterval):
-		t.Fatal("the request went on after its connection ended")
-	}
+	cancelled(t, ctx, "the request went on after its connection ended")
 }
