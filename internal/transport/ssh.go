@@ -126,11 +126,12 @@ func userSetOption(args []string, key string) bool {
 	return false
 }
 
-// startSSH starts ssh with pipes we own (so reaping never closes them under
-// the SFTP reader). interactive keeps ssh in our process group so that it
+// startSSH starts ssh with descriptors we own (so reaping never closes them
+// under the SFTP reader): a socket for its input, as relay.go explains, and
+// pipes for its output and errors. interactive keeps ssh in our process group so that it
 // may prompt on the terminal.
 func startSSH(argv []string, interactive bool, sink func(string)) (*sshProc, error) {
-	inR, inW, err := os.Pipe()
+	inR, inW, err := socketPair()
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +145,6 @@ func startSSH(argv []string, interactive bool, sink func(string)) (*sshProc, err
 		closeAll(inR, inW, outR, outW)
 		return nil, err
 	}
-	growPipe(inW)
 	growPipe(outR)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
@@ -172,10 +172,11 @@ func startSSH(argv []string, interactive bool, sink func(string)) (*sshProc, err
 	return p, nil
 }
 
-// pipeSize is what the pipes to and from ssh are grown to: a 128 KiB
-// write or read answer then fits whole, and neither side wakes the other
-// for every 64 KiB (the default). 128 KiB O_DIRECT writes at queue depth 4
-// on loopback: about 20% more throughput and less CPU per write.
+// pipeSize is what the pipe from ssh and the relay (relay.go) are grown
+// to: a 128 KiB write or read answer then fits whole, and neither side
+// wakes the other for every 64 KiB (the default). 128 KiB O_DIRECT writes
+// at queue depth 4 on loopback: about 20% more throughput and less CPU per
+// write.
 const pipeSize = 1 << 20
 
 // growPipe enlarges a pipe, as far as the system allows an unprivileged
@@ -285,3 +286,23 @@ func closeAll(fs ...*os.File) {
 		f.Close()
 	}
 }
+
+// socketPair returns the two ends of a Unix stream socket: ssh's end and
+// ours (non-blocking, in the runtime's poller, with a send buffer as large
+// as the system allows, so that a writer waiting for room is woken once
+// per half of it).
+func socketPair() (theirs, ours *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_SNDBUF, sockBuffer)
+	if err := unix.SetNonblock(fds[1], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "ssh-stdin"), os.NewFile(uintptr(fds[1]), "sftp-out"), nil
+}
+
+const sockBuffer = 1 << 20

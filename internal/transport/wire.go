@@ -102,6 +102,7 @@ type wireWriter struct {
 	w      io.WriteCloser
 	fd     syscall.RawConn // w's descriptor when it has one: writev
 	pipe   bool            // fd is a pipe: large data is spliced into it
+	relay  *relay          // fd is a socket: large data is spliced through this
 	h      *Host
 	held   []byte   // pieces of the current packet not yet queued
 	head   [64]byte // first bytes of the current packet
@@ -128,10 +129,20 @@ func newWireWriter(w io.WriteCloser, h *Host, raw *rawReads) *wireWriter {
 	if sc, ok := w.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			ww.fd = raw
-			ww.pipe = isPipe(raw)
+			switch fileType(raw) {
+			case unix.S_IFIFO:
+				ww.pipe = true
+			case unix.S_IFSOCK:
+				ww.relay = newRelay()
+			}
 		}
 	}
 	return ww
+}
+
+// spliced reports whether data of n bytes is spliced rather than copied.
+func (c *wireWriter) spliced(n int) bool {
+	return (c.pipe || c.relay != nil) && n >= minSplice
 }
 
 // Write queues a piece of pkg/sftp's current packet (a copy: pkg/sftp
@@ -173,7 +184,7 @@ func (c *wireWriter) inject(hdr, data []byte) error {
 	c.h.reqs.count(hdr[4:])
 	c.copy(hdr)
 	if len(data) > 0 {
-		c.queue = append(c.queue, segment{b: data, splice: c.pipe && len(data) >= minSplice})
+		c.queue = append(c.queue, segment{b: data, splice: c.spliced(len(data))})
 	}
 	return c.drain()
 }
@@ -297,29 +308,43 @@ const minSplice = 32 << 10
 
 // splice hands b's pages to the pipe (vmsplice(2) without SPLICE_F_GIFT):
 // ssh copies the data out of them when it reads, one copy instead of two,
-// and the pipe needs no pages of its own.
+// and the pipe needs no pages of its own. To a socket they go through the
+// relay pipe, from which splice(2) moves them on without a copy.
 func (c *wireWriter) splice(b []byte) error {
+	if c.relay != nil {
+		return c.relay.send(c, b)
+	}
 	return c.onFD(func(fd int) (int, error) {
-		iov := []unix.Iovec{{Base: &b[0]}}
-		iov[0].SetLen(len(b))
-		return unix.Vmsplice(fd, iov, 0)
+		return vmsplice(fd, b, 0)
 	}, func(n int) bool {
 		b = b[n:]
 		return len(b) == 0
 	})
 }
 
-// isPipe reports whether the descriptor is a pipe.
-func isPipe(rc syscall.RawConn) bool {
+func vmsplice(fd int, b []byte, flags int) (int, error) {
+	iov := []unix.Iovec{{Base: &b[0]}}
+	iov[0].SetLen(len(b))
+	return unix.Vmsplice(fd, iov, flags)
+}
+
+// fileType returns the descriptor's file type (S_IFIFO, S_IFSOCK, …), 0 if
+// unknown.
+func fileType(rc syscall.RawConn) uint32 {
 	var st unix.Stat_t
 	var serr error
 	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
-		return false
+		return 0
 	}
-	return st.Mode&unix.S_IFMT == unix.S_IFIFO
+	return st.Mode & unix.S_IFMT
 }
 
-func (c *wireWriter) Close() error { return c.w.Close() }
+func (c *wireWriter) Close() error {
+	if c.relay != nil {
+		c.relay.close()
+	}
+	return c.w.Close()
+}
 
 // parse follows the packet framing to count requests by type and to know
 // whether the current packet is complete.

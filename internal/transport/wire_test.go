@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -18,15 +19,37 @@ func TestWireWriterConcurrentPackets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	ww := newWireWriter(w, &Host{}, newRawReads())
 	if !ww.pipe {
 		t.Fatal("an os.Pipe is not recognised as a pipe: large packets would be copied")
 	}
+	sendConcurrentPackets(t, r, w, ww)
+}
+
+// The same through a socket, as to ssh: large data goes through the relay
+// pipe, including data larger than the relay holds.
+func TestWireWriterConcurrentPacketsSocket(t *testing.T) {
+	r, w, err := socketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ww := newWireWriter(w, &Host{}, newRawReads())
+	if ww.relay == nil {
+		t.Fatal("a socket gets no relay pipe: large packets would be copied")
+	}
+	sendConcurrentPackets(t, r, ww, ww)
+}
+
+func sendConcurrentPackets(t *testing.T, r io.ReadCloser, w io.Closer, ww *wireWriter) {
+	t.Helper()
+	defer r.Close()
 	const senders, each = 8, 200
 	var (
 		mu   sync.Mutex
 		sent = map[uint32][]byte{} // id -> packet body after the length
+		// The data handed over, kept alive until read, as a request's
+		// buffer is until answered: spliced pages are not the GC's to reuse.
+		handed [][]byte
 	)
 	packet := func(id uint32, n int) (hdr, data []byte) {
 		data = make([]byte, n)
@@ -38,6 +61,7 @@ func TestWireWriterConcurrentPackets(t *testing.T) {
 		hdr = binary.BigEndian.AppendUint32(hdr, id)
 		mu.Lock()
 		sent[id] = append(append([]byte{}, hdr[4:]...), data...)
+		handed = append(handed, data)
 		mu.Unlock()
 		return hdr, data
 	}
@@ -69,7 +93,11 @@ func TestWireWriterConcurrentPackets(t *testing.T) {
 				id := uint32(s*each + i)
 				switch i % 4 {
 				case 0: // large: spliced; data unchanged until read below
-					hdr, data := packet(id, 64<<10+i)
+					n := 64<<10 + i
+					if i%40 == 0 {
+						n = 3<<19 + i // more than a pipe holds
+					}
+					hdr, data := packet(id, n)
 					if err := ww.inject(hdr, data); err != nil {
 						t.Error(err)
 						return
@@ -107,6 +135,7 @@ func TestWireWriterConcurrentPackets(t *testing.T) {
 	if err := <-readErr; err != nil {
 		t.Fatal(err)
 	}
+	runtime.KeepAlive(handed)
 	if len(got) != len(sent) {
 		t.Fatalf("%d packets arrived, %d sent", len(got), len(sent))
 	}
