@@ -137,6 +137,9 @@ func TestSSHReadWrite(t *testing.T) {
 	if mp := rf.(*file).primary.maxPacket; mp != maxPacketLimits {
 		t.Errorf("packet size %d: limits@openssh.com not used", mp)
 	}
+	if rf.(*file).primary.wire.relay == nil {
+		t.Error("ssh's input has no relay pipe: write data is copied into it")
+	}
 	if uid, _, ok := h.RemoteUser(); !ok || uid != uint32(os.Getuid()) {
 		t.Errorf("remote user %d %v", uid, ok)
 	}
