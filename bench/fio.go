@@ -155,10 +155,33 @@ func runFio(ctx context.Context, e *env, r *results) error {
 				if err := seqReadFill(ctx, e, r, t, jobs[1], rep); err != nil {
 					return err
 				}
+				if err := seqWriteNoWatch(ctx, e, r, t, jobs[0], rep); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// seqWriteNoWatch measures the sequential write job as the fio rows do,
+// with the change watcher off too.
+func seqWriteNoWatch(ctx context.Context, e *env, r *results, t *tool, j fioJob, rep int) error {
+	m, err := doMount(ctx, sshfsmWith(transportOnly(t), "watch=no"), e.cfg, e.alias, e.host.Dir, e.mnt(t))
+	if err != nil {
+		r.fail(t, wSeqWriteNoWatch.id, err)
+		return nil
+	}
+	os.Remove(e.dir(filepath.Join(fioDir, j.file)))
+	j.w = wSeqWriteNoWatch
+	v, err := runFioJob(ctx, m.path, j, e.c.runtime)
+	if err != nil {
+		r.fail(t, j.w.id, err)
+	} else {
+		r.add(j.w, t, v)
+		logf("fio %d/%d %-13s %-11s %10.1f %s", rep, e.c.repeats, t.key, j.w.id, v, j.w.unit)
+	}
+	return unmount(m)
 }
 
 // seqReadFill measures the sequential read job with sshfsm's default
