@@ -167,13 +167,29 @@ func runFio(ctx context.Context, e *env, r *results) error {
 // seqWriteNoWatch measures the sequential write job as the fio rows do,
 // with the change watcher off too.
 func seqWriteNoWatch(ctx context.Context, e *env, r *results, t *tool, j fioJob, rep int) error {
-	m, err := doMount(ctx, sshfsmWith(transportOnly(t), "watch=no"), e.cfg, e.alias, e.host.Dir, e.mnt(t))
-	if err != nil {
-		r.fail(t, wSeqWriteNoWatch.id, err)
-		return nil
-	}
 	os.Remove(e.dir(filepath.Join(fioDir, j.file)))
 	j.w = wSeqWriteNoWatch
+	return fioRow(ctx, e, r, sshfsmWith(transportOnly(t), "watch=no"), j, rep)
+}
+
+// seqReadFill measures the sequential read job with sshfsm's default
+// options: the disk cache, emptied first, stores every block it fetches.
+func seqReadFill(ctx context.Context, e *env, r *results, t *tool, j fioJob, rep int) error {
+	clearDiskCache()
+	j.w = wSeqReadFill
+	err := fioRow(ctx, e, r, t, j, rep)
+	clearDiskCache()
+	return err
+}
+
+// fioRow runs j once on a mount of its own made with t and records it as
+// j.w's sample; a failed mount or job is recorded, not returned.
+func fioRow(ctx context.Context, e *env, r *results, t *tool, j fioJob, rep int) error {
+	m, err := doMount(ctx, t, e.cfg, e.alias, e.host.Dir, e.mnt(t))
+	if err != nil {
+		r.fail(t, j.w.id, err)
+		return nil
+	}
 	v, err := runFioJob(ctx, m.path, j, e.c.runtime)
 	if err != nil {
 		r.fail(t, j.w.id, err)
@@ -182,26 +198,4 @@ func seqWriteNoWatch(ctx context.Context, e *env, r *results, t *tool, j fioJob,
 		logf("fio %d/%d %-13s %-11s %10.1f %s", rep, e.c.repeats, t.key, j.w.id, v, j.w.unit)
 	}
 	return unmount(m)
-}
-
-// seqReadFill measures the sequential read job with sshfsm's default
-// options: the disk cache, emptied first, stores every block it fetches.
-func seqReadFill(ctx context.Context, e *env, r *results, t *tool, j fioJob, rep int) error {
-	clearDiskCache()
-	m, err := doMount(ctx, t, e.cfg, e.alias, e.host.Dir, e.mnt(t))
-	if err != nil {
-		r.fail(t, wSeqReadFill.id, err)
-		return nil
-	}
-	j.w = wSeqReadFill
-	v, err := runFioJob(ctx, m.path, j, e.c.runtime)
-	if err != nil {
-		r.fail(t, j.w.id, err)
-	} else {
-		r.add(j.w, t, v)
-		logf("fio %d/%d %-13s %-11s %10.1f %s", rep, e.c.repeats, t.key, j.w.id, v, j.w.unit)
-	}
-	err = unmount(m)
-	clearDiskCache()
-	return err
 }
