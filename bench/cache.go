@@ -56,8 +56,13 @@ func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 	if err := restoreIndex(dir); err != nil {
 		return err
 	}
-	// Priming: git refreshes its index with the stat data t reports.
-	if _, err := e.cacheSession(ctx, t, cacheTree, shGit); err != nil {
+	// Priming: git refreshes its index with the stat data t reports. The
+	// C floor writes nothing, and reports the local copy's stat data.
+	prime := t
+	if t.key == cFloorKey {
+		prime = &tool{key: localKey, local: true}
+	}
+	if _, err := e.cacheSession(ctx, prime, cacheTree, shGit); err != nil {
 		return err
 	}
 	for rep := 1; rep <= e.c.rttRepeats; rep++ {

@@ -72,6 +72,7 @@ func prepareData(ctx context.Context, e *env) error {
 		e.floor = e.newFloorTool(ctx)
 	}
 	if c.groups["cache"] {
+		e.cFloor = e.newCFloorTool(ctx)
 		if err := prepareCacheData(ctx, e, src); err != nil {
 			return err
 		}

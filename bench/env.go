@@ -24,6 +24,7 @@ type env struct {
 	rttAlias string // through the latency proxy
 	tools    []*tool
 	floor    *tool  // the FUSE floor of the cache group; nil when not measured
+	cFloor   *tool  // the C floor of the cache group; nil when not measured
 	src      string // Go's src/, the source of the trees
 	dropOK   bool   // drop_caches works (root)
 	notes    []string

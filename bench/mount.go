@@ -50,6 +50,7 @@ func allTools(sshfsmBin string) []*tool {
 		}},
 		{key: localKey, name: "local disk", local: true},
 		floorTool(""),
+		cFloorTool(""),
 	}, append(replicaTools(), unionTools()...)...)
 }
 
