@@ -168,6 +168,10 @@ func TestConnectionRefused(t *testing.T) {
 		if !strings.Contains(strings.ToLower(r.stderr), "connection refused") || r.took > 5*time.Second {
 			t.Errorf("took %v, stderr %q", r.took, r.stderr)
 		}
+		// One line: ssh's own, which ours repeats, is not printed as well.
+		if n := strings.Count(strings.TrimSpace(r.stderr), "\n") + 1; n != 1 {
+			t.Errorf("%s: %d lines on stderr, want 1: %q", fg, n, r.stderr)
+		}
 	}
 }
 

@@ -34,8 +34,9 @@ type channel struct {
 	killOnce    sync.Once
 	stats       *slotStats
 	outstanding atomic.Int32
-	raw         *rawReads   // reads sent past pkg/sftp (rawread.go)
-	wire        *wireWriter // the session's writer, for those reads
+	term        *heldPrinter // ssh's stderr on the terminal while it may prompt; nil otherwise
+	raw         *rawReads    // reads sent past pkg/sftp (rawread.go)
+	wire        *wireWriter  // the session's writer, for those reads
 }
 
 // slotStats are the counters of one channel slot; they survive reconnects.
@@ -118,7 +119,12 @@ func (h *Host) openChannel(ctx context.Context, slot int, interactive bool) (*ch
 		c.stream = pairCloser{r, w}
 	} else {
 		extra, sock := h.masterArgs(slot)
-		p, err := startSSH(sshArgv(&h.o, extra, !interactive), interactive, h.stderrSink(interactive))
+		sink := h.logSink()
+		if interactive {
+			c.term = &heldPrinter{w: os.Stderr}
+			sink = c.term.print
+		}
+		p, err := startSSH(sshArgv(&h.o, extra, !interactive), interactive, sink)
 		if err != nil {
 			return nil, &DialError{Kind: ErrSSH, Host: h.o.Host, Detail: err.Error()}
 		}
@@ -127,8 +133,9 @@ func (h *Host) openChannel(ctx context.Context, slot int, interactive bool) (*ch
 	if err := h.handshake(ctx, c, r, w, interactive); err != nil {
 		return nil, err
 	}
-	if interactive && c.proc != nil {
-		c.proc.errs.setSink(h.stderrSink(false))
+	if c.term != nil {
+		c.proc.errs.setSink(h.logSink())
+		c.term.flush()
 	}
 	go h.watch(c)
 	go h.watchRaw(c)
@@ -191,6 +198,9 @@ func (h *Host) dialFailure(c *channel, err error) error {
 	case <-time.After(time.Second):
 	}
 	detail, kind := classifyStderr(c.proc.errs.tail())
+	if c.term != nil {
+		c.term.settle(detail)
+	}
 	if detail == "" {
 		detail = err.Error()
 	}
@@ -216,10 +226,8 @@ func (h *Host) watch(c *channel) {
 	close(c.dead)
 }
 
-func (h *Host) stderrSink(interactive bool) func(string) {
-	if interactive {
-		return func(line string) { fmt.Fprintln(os.Stderr, line) }
-	}
+// logSink sends ssh's stderr lines to the log.
+func (h *Host) logSink() func(string) {
 	return func(line string) {
 		if !h.dialed.Load() {
 			// Dial's own error carries ssh's last words to the caller.

@@ -1,0 +1,77 @@
+package transport
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the printer's timer goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestHeldPrinter(t *testing.T) {
+	const refused = "ssh: connect to host h port 22: Connection refused"
+	for _, tc := range []struct {
+		name   string
+		lines  []string
+		detail string // "" flushes instead of settling
+		want   string
+	}{
+		{"repeated line dropped", []string{refused}, refused, ""},
+		{"earlier lines shown", []string{"Warning: banner", refused}, refused, "Warning: banner\n"},
+		{"case and punctuation", []string{"Host key verification failed."}, "host key verification failed", ""},
+		{"other detail shows it", []string{"some warning"}, "Permission denied (publickey)", "some warning\n"},
+		{"success flushes", []string{"Warning: Permanently added"}, "", "Warning: Permanently added\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out syncBuffer
+			p := &heldPrinter{w: &out}
+			for _, l := range tc.lines {
+				p.print(l)
+			}
+			if tc.detail == "" {
+				p.flush()
+			} else {
+				p.settle(tc.detail)
+			}
+			time.Sleep(holdLine + 100*time.Millisecond) // a late timer must not print again
+			if got := out.String(); got != tc.want {
+				t.Errorf("printed %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHeldPrinterShowsLineLate: a line ssh writes while it waits at a
+// prompt reaches the terminal by itself, holdLine later.
+func TestHeldPrinterShowsLineLate(t *testing.T) {
+	var out syncBuffer
+	p := &heldPrinter{w: &out}
+	p.print("Enter the code sent to your phone")
+	if got := out.String(); got != "" {
+		t.Fatalf("printed at once: %q", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for out.String() == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := out.String(); got != "Enter the code sent to your phone\n" {
+		t.Errorf("printed %q", got)
+	}
+}
