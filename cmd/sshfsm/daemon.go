@@ -86,6 +86,9 @@ func runDaemonChild(args []string) config.ExitCode {
 	if err != nil {
 		return report(err)
 	}
+	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
+		return report(err)
+	}
 	log := newLogger(os.Stderr, cfg.Debug)
 	sigs := notifySignals(false)
 	m, err := mountUnlessSignalled(cfg, log, sigs)

@@ -5,5 +5,8 @@ package main
 import "os"
 
 func main() {
+	if code, ok := runAskpass(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	os.Exit(int(run(os.Args[1:])))
 }

@@ -57,10 +57,19 @@ type result struct {
 // how long that may take.
 func sshfsm(t *testing.T, limit time.Duration, args ...string) result {
 	t.Helper()
+	return sshfsmIn(t, limit, "", args...)
+}
+
+// sshfsmIn runs sshfsm as sshfsm does, with stdin as its standard input.
+func sshfsmIn(t *testing.T, limit time.Duration, stdin string, args ...string) result {
+	t.Helper()
 	bin := binary(t) // the build does not count against limit
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()

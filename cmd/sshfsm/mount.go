@@ -152,6 +152,7 @@ func transportOptions(cfg *config.Config, b config.Branch, e config.Endpoint, lo
 		Dir:        b.Dir,
 		SSHCommand: cfg.SSH.Command,
 		SSHArgs:    cfg.SSHArgs(e),
+		Password:   cfg.SSH.Password,
 		SFTPServer: cfg.SSH.SFTPServer,
 		DirectPort: cfg.SSH.DirectPort,
 		Conns:      cfg.MaxConnsOf(e),

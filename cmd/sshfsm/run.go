@@ -68,6 +68,9 @@ func oneLine(s string) string {
 
 // runForeground mounts and serves until unmounted or signalled.
 func runForeground(cfg *config.Config) config.ExitCode {
+	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
+		return fail(os.Stderr, err)
+	}
 	log := newLogger(os.Stderr, cfg.Debug)
 	sigs := notifySignals(true)
 	m, err := mountUnlessSignalled(cfg, log, sigs)

@@ -40,7 +40,6 @@ func compatOptions() []Option {
 		ignored("disable_hardlink", s, "Ignored: hard links are made with the hardlink@openssh.com extension when the server offers it, and fail otherwise."),
 		withAliases(ignored("noforget", s, "Ignored (libfuse): sshfsm keeps inode numbers stable by itself."), "no_rofd_flush"),
 		secondsOpt("remember", "", s, false, "Ignored (libfuse).", func(*Config, time.Duration) {}),
-		unsupported("password_stdin", s, "Not supported: ssh asks for a password on the terminal itself; use a key, an agent or ControlMaster."),
 		withAliases(unsupported("slave", s, "Not supported: sshfsm starts ssh itself."), "passive"),
 		withAliases(ignored("nonempty", s, "Ignored (FUSE 2): mounting over a non-empty directory is always allowed."),
 			"big_writes", "large_read", "hard_remove", "use_ino", "readdir_ino"),

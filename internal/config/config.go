@@ -122,6 +122,10 @@ type SSH struct {
 	MaxConns    int
 	Timeout     time.Duration
 	Reconnect   bool
+	// PasswordStdin: password_stdin; the command reads Password from
+	// standard input before connecting.
+	PasswordStdin bool
+	Password      string
 }
 
 // SSHOption is one ssh_config(5) keyword and value given with -o.

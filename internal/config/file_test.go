@@ -117,7 +117,7 @@ func TestFileErrors(t *testing.T) {
 		{"[options]\nro = \"yes\"\n" + br, `:2: options.ro: expected true or false, got "yes"`},
 		{"[options]\ntimeout = true\n" + br, `:2: options.timeout: expected a string or a number, got true`},
 		{"[options]\nIdentityFile = \"\"\n" + br, `:2: options.IdentityFile: ssh option IdentityFile needs a value`},
-		{"[options]\npassword_stdin = true\n" + br, `:2: options.password_stdin: not supported: ssh asks`},
+		{"[options]\npassive = true\n" + br, `:2: options.passive: not supported: sshfsm starts ssh itself`},
 		{"[options]\nhosts = [\"x\"]\n" + br, `:2: options.hosts: unknown option`},
 		{"[options]\nro = true\nfoo.bar = 1\n" + br, `:3: options.foo.bar: unknown option`},
 		{"[options]\nfsname = [\"x\"]\n" + br, `:2: options.fsname: expected a string, a number or true or false, got a list`},

@@ -46,6 +46,10 @@ func connectionOptions() []Option {
 		withNot(flagOpt("noreconnect", s,
 			"Do not reconnect: once the connection is lost, operations fail.",
 			func(c *Config) { c.SSH.Reconnect = false }), "reconnect"),
+		flagOpt("password_stdin", s,
+			"Read a password from standard input (its first line) and give it to ssh whenever ssh asks for a password, at the mount and at every reconnection, through SSH_ASKPASS (OpenSSH 8.4 or later); "+
+				"every host of the mount gets the same password. Other questions of ssh (an unknown host key, a key's passphrase, a one-time code) are left unanswered, so they fail.",
+			func(c *Config) { c.SSH.PasswordStdin = true }),
 	}
 }
 

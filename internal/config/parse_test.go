@@ -83,6 +83,8 @@ func TestOptions(t *testing.T) {
 		{[]string{"-o", "max_conns=8"}, func(c *Config) any { return c.SSH.MaxConns }, 8},
 		{[]string{"-o", "timeout=2.5"}, func(c *Config) any { return c.SSH.Timeout }, 2500 * time.Millisecond},
 		{[]string{"-o", "noreconnect"}, func(c *Config) any { return c.SSH.Reconnect }, false},
+		{[]string{"-o", "password_stdin"}, func(c *Config) any { return c.SSH.PasswordStdin }, true},
+		{nil, func(c *Config) any { return c.SSH.PasswordStdin }, false},
 		{[]string{"-o", "noreconnect,reconnect"}, func(c *Config) any { return c.SSH.Reconnect }, true},
 		{[]string{"-o", "follow_symlinks,transform_symlinks"}, func(c *Config) any {
 			return [2]bool{c.Symlinks.Follow, c.Symlinks.Transform}
@@ -283,7 +285,6 @@ func TestErrors(t *testing.T) {
 		{[]string{"-o", "idmap=file", "h:", "m"}, "option idmap=file needs uidfile=FILE or gidfile=FILE"},
 		{[]string{"-o", "directport=1,sftp_server=x", "h:", "m"}, "options directport and sftp_server exclude each other"},
 		{[]string{"-ohost:x", "m"}, `unknown option "host:x"`},
-		{[]string{"-o", "password_stdin", "h:", "m"}, "option password_stdin: not supported: ssh asks for a password on the terminal itself; use a key, an agent or ControlMaster"},
 		{[]string{"-o", "passive", "h:", "m"}, "option passive: not supported: sshfsm starts ssh itself"},
 	}
 	for _, tc := range cases {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+
+	"sshfsm/internal/askpass"
 )
 
 // maxPacketLimits is the read/write size OpenSSH's sftp-server accepts when
@@ -124,7 +126,12 @@ func (h *Host) openChannel(ctx context.Context, slot int, interactive bool) (*ch
 			c.term = &heldPrinter{w: os.Stderr}
 			sink = c.term.print
 		}
-		p, err := startSSH(sshArgv(&h.o, extra, !interactive), interactive, sink)
+		env, err := h.sshEnv()
+		if err != nil {
+			return nil, &DialError{Kind: ErrSSH, Host: h.o.Host, Detail: err.Error()}
+		}
+		batch := !interactive && h.o.Password == "" // the password needs prompts
+		p, err := startSSH(sshArgv(&h.o, extra, batch), env, interactive, sink)
 		if err != nil {
 			return nil, &DialError{Kind: ErrSSH, Host: h.o.Host, Detail: err.Error()}
 		}
@@ -224,6 +231,19 @@ func (h *Host) watch(c *channel) {
 	}
 	h.log.Info("sftp channel closed", "host", h.o.Host, "slot", c.slot, "err", err)
 	close(c.dead)
+}
+
+// sshEnv is the environment of a session's ssh: ours, or with a password
+// the askpass program that answers its prompts.
+func (h *Host) sshEnv() ([]string, error) {
+	if h.o.Password == "" {
+		return nil, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("password: cannot find own executable for SSH_ASKPASS: %w", err)
+	}
+	return askpass.Env(os.Environ(), exe, h.o.Password), nil
 }
 
 // logSink sends ssh's stderr lines to the log.

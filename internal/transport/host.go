@@ -21,12 +21,16 @@ import (
 
 // Options configure Dial.
 type Options struct {
-	Host       string        // ssh destination: alias, name or address (IPv6 without brackets)
-	User       string        // "" = ssh decides (config or local user)
-	Port       int           // 0 = ssh decides
-	Dir        string        // remote directory as given; "" = home; relative = under home
-	SSHCommand []string      // default {"ssh"}; ssh_command=
-	SSHArgs    []string      // extra ssh arguments: -F file, -C, -o Key=Value ...
+	Host       string   // ssh destination: alias, name or address (IPv6 without brackets)
+	User       string   // "" = ssh decides (config or local user)
+	Port       int      // 0 = ssh decides
+	Dir        string   // remote directory as given; "" = home; relative = under home
+	SSHCommand []string // default {"ssh"}; ssh_command=
+	SSHArgs    []string // extra ssh arguments: -F file, -C, -o Key=Value ...
+	// Password, when set (password_stdin), answers ssh's password prompts
+	// through SSH_ASKPASS (internal/askpass), at the first connection and
+	// at every reconnection; sessions then run without BatchMode.
+	Password   string
 	SFTPServer string        // sftp_server=: run this remote command instead of the subsystem
 	DirectPort int           // directport=: plain TCP to an sftp-server, no ssh
 	Conns      int           // max_conns: SFTP channels per host; 0 = DefaultConns

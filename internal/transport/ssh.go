@@ -92,6 +92,10 @@ func sshBase(o *Options, extra []string, batch bool) []string {
 	argv = append(argv, "-x", "-a", "-oClearAllForwardings=yes")
 	if batch {
 		argv = append(argv, "-oBatchMode=yes")
+	} else if o.Password != "" && !userSetOption(o.SSHArgs, "NumberOfPasswordPrompts") {
+		// The same password again would fail again, and count twice more
+		// against the server's limit of failed logins.
+		argv = append(argv, "-oNumberOfPasswordPrompts=1")
 	}
 	if o.Port != 0 {
 		argv = append(argv, "-p", strconv.Itoa(o.Port))
@@ -128,9 +132,10 @@ func userSetOption(args []string, key string) bool {
 
 // startSSH starts ssh with descriptors we own (so reaping never closes them
 // under the SFTP reader): a socket for its input, as relay.go explains, and
-// pipes for its output and errors. interactive keeps ssh in our process group so that it
-// may prompt on the terminal.
-func startSSH(argv []string, interactive bool, sink func(string)) (*sshProc, error) {
+// pipes for its output and errors. env is its environment (nil: ours).
+// interactive keeps ssh in our process group so that it may prompt on the
+// terminal.
+func startSSH(argv, env []string, interactive bool, sink func(string)) (*sshProc, error) {
 	inR, inW, err := socketPair()
 	if err != nil {
 		return nil, err
@@ -147,6 +152,7 @@ func startSSH(argv []string, interactive bool, sink func(string)) (*sshProc, err
 	}
 	growPipe(outR)
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !interactive}
 	err = cmd.Start()

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sshfsm/internal/config"
+)
+
+// fakeSSH is an ssh_command that asks SSH_ASKPASS what ssh would ask a user
+// who logs in with a password: first whether to trust a new host key,
+// which must be left unanswered, then the password, which must be
+// password. It then logs the login in LOG and runs the real ssh, which
+// logs in with the test host's key.
+const fakeSSH = `#!/bin/sh
+[ "$SSH_ASKPASS_REQUIRE" = force ] || { echo "fake-ssh: SSH_ASKPASS_REQUIRE is not force" >&2; exit 255; }
+for a in "$@"; do [ "$a" = -oBatchMode=yes ] && { echo "fake-ssh: BatchMode forbids the password prompt" >&2; exit 255; }; done
+if "$SSH_ASKPASS" "Are you sure you want to continue connecting (yes/no/[fingerprint])? " >/dev/null; then
+	echo "fake-ssh: askpass answered a host key question" >&2; exit 255
+fi
+pw=$("$SSH_ASKPASS" "tester@host1's password: ") || { echo "fake-ssh: askpass gave no password" >&2; exit 255; }
+[ "$pw" = PASSWORD ] || { echo "tester@host1: Permission denied (password)." >&2; exit 255; }
+echo login >> LOG
+exec ssh "$@"
+`
+
+// TestPasswordStdin: the password read from standard input answers ssh's
+// password prompt at the mount and again when the mount reconnects; a
+// wrong password and a missing one fail with one clear line.
+func TestPasswordStdin(t *testing.T) {
+	h, ssh := sshHost(t)
+	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logins := filepath.Join(dir, "logins")
+	const password = `pa ss"word$`
+	script := strings.NewReplacer("LOG", logins, "PASSWORD", `'`+password+`'`).Replace(fakeSSH)
+	wrapper := filepath.Join(dir, "fake-ssh")
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := func(mnt string) []string {
+		return append(append([]string(nil), ssh...),
+			"-o", "password_stdin,max_conns=1,ssh_command="+wrapper, h.Alias+":"+h.Dir, mnt)
+	}
+	count := func() int {
+		b, _ := os.ReadFile(logins)
+		return strings.Count(string(b), "login\n")
+	}
+
+	mnt := mountpoint(t)
+	r := sshfsmIn(t, 20*time.Second, password+"\n", args(mnt)...)
+	if r.code != 0 {
+		t.Fatalf("mount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(b) != "data" {
+		t.Fatalf("read through the mount: %q, %v", b, err)
+	}
+	first := count()
+	if first < 1 {
+		t.Fatalf("%d logins with the password", first)
+	}
+
+	// The server goes away and comes back: the mount logs in again.
+	if err := h.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(mnt, "f"))
+		if err == nil && string(b) == "data" && count() > first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart: read %q, %v; %d logins, %d before", b, err, count(), first)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	bad := sshfsmIn(t, 20*time.Second, "wrong\n", args(mountpoint(t))...)
+	expectFailure(t, bad, config.ExitAuth, "Permission denied (password)")
+	none := sshfsm(t, 20*time.Second, args(mountpoint(t))...)
+	expectFailure(t, none, config.ExitUsage, "password_stdin: no password on standard input")
+}
