@@ -30,10 +30,19 @@ func probeCommand(program string) string {
 // sshd does not signal a command whose session closed, and an idle
 // inotifywait would never notice (it writes only when something changes),
 // so a reader of the standard input kills it at end of file, which comes
-// when we stop, when our ssh dies and when sshd loses the connection. The
-// command ends with inotifywait, and kills that reader then. inotifywait
-// gets an empty standard input of its own; fd 3 carries the original to
-// the reader (an asynchronous command's standard input is /dev/null).
+// when we stop, when our ssh dies and when sshd loses the connection.
+// inotifywait gets an empty standard input of its own; fd 3 carries the
+// original to the reader (an asynchronous command's standard input is
+// /dev/null). inotifywait's first line, from the sh that becomes it, is its
+// process id, for that reader.
+//
+// inotifywait writes each event as it comes: a file written through the
+// mount is one event per WRITE, each of which would wake sshd, our ssh
+// and the mount. So its output is passed on in batches: dd forwards what
+// has arrived (one read of up to 64 KiB), then the loop sleeps
+// batchPause; at end of file (dd read nothing), it kills the reader and
+// ends. A server whose sleep takes no fractions passes events on without
+// the pause; an idle one costs nothing, dd waiting in its read.
 //
 // inotifywait -r sets one watch per directory before it reports
 // anything: on a large tree it takes a while, says "Watches established."
@@ -41,11 +50,15 @@ func probeCommand(program string) string {
 // reported.
 func watchCommand(program, dir string) string {
 	return "echo " + marker + "; exec 3<&0 </dev/null; " +
-		quote(program) + " -m -r -e " + watchedEvents +
-		" --no-newline --format '%e %w%f%0' -- " + quote(dir) + " 3<&- & w=$!; " +
-		"{ read -r line <&3; kill $w 2>/dev/null; } & r=$!; exec 3<&-; " +
-		"wait $w; s=$?; kill $r 2>/dev/null; exit $s"
+		`sh -c 'echo $$; exec "$0" "$@"' ` + quote(program) + " -m -r -e " + watchedEvents +
+		" --no-newline --format '%e %w%f%0' -- " + quote(dir) + " 3<&- | { " +
+		"read -r w; { read -r line <&3; kill $w 2>/dev/null; } & r=$!; exec 3<&-; " +
+		"while s=$(LC_ALL=C dd bs=65536 count=1 2>&1 >&4); case $s in 0+0*) false;; esac; " +
+		"do sleep " + batchPause + " 2>/dev/null; done 4>&1; kill $r 2>/dev/null; }"
 }
+
+// batchPause is how long the server gathers events between two batches.
+const batchPause = "0.025"
 
 // quote quotes s as one word for a POSIX shell.
 func quote(s string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"sshfsm/internal/namespace"
 )
@@ -43,6 +44,10 @@ type parser struct {
 	gone   bool // the watched directory is gone (errGone)
 	buf    []byte
 	skip   bool // dropping the rest of an oversized record
+	// pause is how long read waits after each read that brought records
+	// before it reads again, so that a stream of events (every WRITE of a
+	// large file is one) reaches it in batches rather than one wakeup each.
+	pause time.Duration
 }
 
 func newParser(root string, emit func(namespace.Change)) *parser {
@@ -67,6 +72,9 @@ func (p *parser) read(r io.Reader) error {
 			return nil
 		case err != nil:
 			return err
+		}
+		if n > 0 && p.marked {
+			time.Sleep(p.pause)
 		}
 	}
 }
