@@ -1,29 +1,11 @@
 package transport
 
 import (
-	"bytes"
-	"sync"
 	"testing"
 	"time"
+
+	"sshfsm/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for the printer's timer goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestHeldPrinter(t *testing.T) {
 	const refused = "ssh: connect to host h port 22: Connection refused"
@@ -40,7 +22,7 @@ func TestHeldPrinter(t *testing.T) {
 		{"success flushes", []string{"Warning: Permanently added"}, "", "Warning: Permanently added\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out syncBuffer
+			var out testenv.LogBuffer
 			p := &heldPrinter{w: &out}
 			for _, l := range tc.lines {
 				p.print(l)
@@ -61,7 +43,7 @@ func TestHeldPrinter(t *testing.T) {
 // TestHeldPrinterShowsLineLate: a line ssh writes while it waits at a
 // prompt reaches the terminal by itself, holdLine later.
 func TestHeldPrinterShowsLineLate(t *testing.T) {
-	var out syncBuffer
+	var out testenv.LogBuffer
 	p := &heldPrinter{w: &out}
 	p.print("Enter the code sent to your phone")
 	if got := out.String(); got != "" {
