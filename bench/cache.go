@@ -56,10 +56,9 @@ func cacheTool(ctx context.Context, e *env, r *results, t *tool) error {
 	if err := restoreIndex(dir); err != nil {
 		return err
 	}
-	// Priming: git refreshes its index with the stat data t reports. The
-	// C floor writes nothing, and reports the local copy's stat data.
+	// Priming: git refreshes its index with the stat data t reports.
 	prime := t
-	if t.key == cFloorKey {
+	if t.noWrites {
 		prime = &tool{key: localKey, local: true}
 	}
 	if _, err := e.cacheSession(ctx, prime, cacheTree, shGit); err != nil {

@@ -35,9 +35,13 @@ func (e *env) newFloorTool(ctx context.Context) *tool {
 // the foreground), at mnt; cfg and alias are not used.
 func floorTool(bin string) *tool {
 	return &tool{key: floorKey, name: "FUSE floor (go-fuse loopback of local disk)", floor: true,
-		argv: func(_, _, dir, mnt string) []string {
-			return []string{"sh", "-c", `exec setsid -f "$0" -q "$1" "$2" >/dev/null 2>&1`, bin, mnt, dir}
-		}}
+		argv: func(_, _, dir, mnt string) []string { return detached(bin, "-q", mnt, dir) }}
+}
+
+// detached is the command line that starts bin with args in a session of
+// its own, its output discarded: a floor serves in the foreground.
+func detached(bin string, args ...string) []string {
+	return append([]string{"sh", "-c", `exec setsid -f "$0" "$@" >/dev/null 2>&1`, bin}, args...)
 }
 
 // The C floor (cache group): cfloor/cfloor.c, a FUSE server that answers
@@ -76,10 +80,8 @@ func (e *env) newCFloorTool(ctx context.Context) *tool {
 
 // cFloorTool mounts dir with the cfloor binary, detached, at mnt.
 func cFloorTool(bin string) *tool {
-	return &tool{key: cFloorKey, name: "C floor (in-memory libfuse server, no opens)", floor: true,
-		argv: func(_, _, dir, mnt string) []string {
-			return []string{"sh", "-c", `exec setsid -f "$0" "$1" "$2" >/dev/null 2>&1`, bin, dir, mnt}
-		}}
+	return &tool{key: cFloorKey, name: "C floor (in-memory libfuse server, no opens)", floor: true, noWrites: true,
+		argv: func(_, _, dir, mnt string) []string { return detached(bin, dir, mnt) }}
 }
 
 // cacheTools are the tools of the cache group: every tool, and the floors

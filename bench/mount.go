@@ -25,7 +25,10 @@ type tool struct {
 	name  string // display name
 	local bool   // the served directory itself, no mount
 	floor bool   // a loopback mount of the local reference's copy (floor.go)
-	argv  func(cfg, alias, dir, mnt string) []string
+	// noWrites: the mount writes nothing, and reports the local copy's
+	// stat data; git's index is primed on the local copy instead.
+	noWrites bool
+	argv     func(cfg, alias, dir, mnt string) []string
 }
 
 const (
