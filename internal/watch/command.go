@@ -39,10 +39,19 @@ func probeCommand(program string) string {
 // inotifywait writes each event as it comes: a file written through the
 // mount is one event per WRITE, each of which would wake sshd, our ssh
 // and the mount. So its output is passed on in batches: dd forwards what
-// has arrived (one read of up to 64 KiB), then the loop sleeps
-// batchPause; at end of file (dd read nothing), it kills the reader and
-// ends. A server whose sleep takes no fractions passes events on without
-// the pause; an idle one costs nothing, dd waiting in its read.
+// has arrived (one read of up to 32 KiB), then the loop sleeps before the
+// next read, for how long depending on what dd read:
+//   - a full block: none, a burst (a checkout) is under way and more waits;
+//   - under 1000 bytes (a lone change: a few events): pauseShort, which
+//     gathers the rest of that change;
+//   - more: pauseLong. A stream of events (a file being written) then
+//     costs the server two short-lived processes (dd, sleep) per pauseLong
+//     instead of per pauseShort.
+//
+// At end of file (dd read nothing), it kills the reader and ends. A
+// server whose sleep takes no fractions passes events on without the
+// pause, one whose dd does not report bytes copied pauses pauseLong; an
+// idle one costs nothing, dd waiting in its read.
 //
 // inotifywait -r sets one watch per directory before it reports
 // anything: on a large tree it takes a while, says "Watches established."
@@ -53,12 +62,20 @@ func watchCommand(program, dir string) string {
 		`sh -c 'echo $$; exec "$0" "$@"' ` + quote(program) + " -m -r -e " + watchedEvents +
 		" --no-newline --format '%e %w%f%0' -- " + quote(dir) + " 3<&- | { " +
 		"read -r w; { read -r line <&3; kill $w 2>/dev/null; } & r=$!; exec 3<&-; " +
-		"while s=$(LC_ALL=C dd bs=65536 count=1 2>&1 >&4); case $s in 0+0*) false;; esac; " +
-		"do sleep " + batchPause + " 2>/dev/null; done 4>&1; kill $r 2>/dev/null; }"
+		"while s=$(LC_ALL=C dd bs=32768 count=1 2>&1 >&4); case $s in 0+0*) false;; esac; " +
+		"do case $s in 1+0*) ;; " + smallBatch + ") sleep " + pauseShort + " 2>/dev/null;; " +
+		"*) sleep " + pauseLong + " 2>/dev/null;; esac; done 4>&1; kill $r 2>/dev/null; }"
 }
 
-// batchPause is how long the server gathers events between two batches.
-const batchPause = "0.025"
+// How long the server gathers events between two batches.
+const (
+	pauseShort = "0.025"
+	pauseLong  = "0.1"
+)
+
+// smallBatch matches dd's report (LC_ALL=C) of under 1000 bytes copied:
+// "0+1 records in", "0+1 records out", then "N bytes ... copied".
+const smallBatch = `*out?[0-9]" bytes"*|*out?[0-9][0-9]" bytes"*|*out?[0-9][0-9][0-9]" bytes"*`
 
 // quote quotes s as one word for a POSIX shell.
 func quote(s string) string {
