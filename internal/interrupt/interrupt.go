@@ -106,6 +106,24 @@ func (c *Request) Done() <-chan struct{} {
 	return c.done
 }
 
+// Await waits until ch is closed (nil) or the caller means to stop
+// (context.Canceled). It is Done without its cost: it watches the request
+// with a goroutine of its own only once the kernel has interrupted it, not
+// for every request that waits on the server.
+func (c *Request) Await(ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-c.Context.Done():
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-c.Done():
+		return context.Canceled
+	}
+}
+
 func (c *Request) Err() error {
 	if c.Context.Err() == nil {
 		return nil // not interrupted: no need to start watching

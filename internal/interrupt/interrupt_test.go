@@ -225,3 +225,46 @@ func TestFilterHonoursGoneConnection(t *testing.T) {
 	c.gone.Store(true)
 	cancelled(t, ctx, "the request went on after its connection ended")
 }
+
+// Await waits without a goroutine until an interrupt comes, then filters
+// it as Done does.
+func TestAwait(t *testing.T) {
+	pid := stopped(t, "WINCH TERM")
+	parent, cancel := request(pid)
+	ctx, req := Filter(parent, alive)
+	defer req.End()
+	r := ctx.(*Request)
+
+	answered := make(chan struct{})
+	before := runtime.NumGoroutine()
+	result := make(chan error, 1)
+	go func() { result <- r.Await(answered) }()
+	time.Sleep(50 * time.Millisecond)
+	if n := runtime.NumGoroutine(); n != before+1 {
+		t.Errorf("%d goroutines while one request awaits, %d before: want only the waiter", n, before)
+	}
+	close(answered)
+	if err := <-result; err != nil {
+		t.Fatalf("Await of an answered request = %v", err)
+	}
+
+	// An interrupt for SIGWINCH is ignored; a later SIGTERM ends the wait.
+	syscall.Kill(pid, syscall.SIGWINCH)
+	close(cancel)
+	never := make(chan struct{})
+	go func() { result <- r.Await(never) }()
+	select {
+	case err := <-result:
+		t.Fatalf("an interrupt for SIGWINCH ended Await: %v", err)
+	case <-time.After(3 * pollInterval):
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	select {
+	case err := <-result:
+		if err != context.Canceled {
+			t.Errorf("Await after SIGTERM = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * pollInterval):
+		t.Fatal("SIGTERM after an ignored interrupt did not end Await")
+	}
+}

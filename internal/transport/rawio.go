@@ -219,14 +219,12 @@ func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, h
 // and the caller finds its deadline passed when it tries again.
 func (h *Host) rawWait(ctx context.Context, deadline time.Time, c *channel, q *rawReq, start time.Time) (int, error) {
 	if deadline.Sub(start) >= h.o.Timeout-h.o.Timeout/10 {
-		select {
-		case <-q.done:
-			return q.n, q.err
-		case <-ctx.Done():
+		if err := await(ctx, q.done); err != nil {
 			// Given up: the request keeps its hold on its buffer until
 			// answered or ended by the watchdog.
-			return 0, ctx.Err()
+			return 0, err
 		}
+		return q.n, q.err
 	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
@@ -240,6 +238,25 @@ func (h *Host) rawWait(ctx context.Context, deadline time.Time, c *channel, q *r
 		err = context.DeadlineExceeded
 	}
 	return 0, err
+}
+
+// awaiter is a context that waits for a channel more cheaply than a
+// select on its Done would (a filtered FUSE request, interrupt.Request).
+type awaiter interface {
+	Await(ch <-chan struct{}) error
+}
+
+// await waits until ch is closed (nil) or ctx ends (its error).
+func await(ctx context.Context, ch <-chan struct{}) error {
+	if a, ok := ctx.(awaiter); ok {
+		return a.Await(ch)
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // watchRaw kills c when a request sent past pkg/sftp has waited
