@@ -29,6 +29,7 @@ import (
 // behind it): a rewritten range ends with the data written last.
 type writer struct {
 	f      remote.File
+	async  remote.AsyncWriter // f, if it sends without a goroutine waiting
 	node   *node
 	window int64
 	chunk  int // bytes per request; 0: one request per write
@@ -49,6 +50,7 @@ type writer struct {
 	lastEnd  int64         // end of the last request sent
 	flying   []span        // ranges of the requests in flight
 	blocked  []request     // requests waiting, in order, for an overlap to land
+	ready    []request     // started, to send once mu is released (unlock)
 }
 
 type span struct{ off, end int64 }
@@ -66,6 +68,7 @@ const pageSize = 4096
 
 func newWriter(f remote.File, n *node, window int64) *writer {
 	w := &writer{f: f, node: n, window: window, wake: make(chan struct{}), lastEnd: -1}
+	w.async, _ = f.(remote.AsyncWriter)
 	if bw, ok := f.(remote.BufferWriter); ok {
 		if c := bw.WriteSize() / pageSize * pageSize; c >= 2*pageSize {
 			w.chunk = c
@@ -79,7 +82,7 @@ func (w *writer) write(ctx context.Context, data []byte, off int64) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	for len(data) > 0 {
 		if w.err != nil {
 			return w.err
@@ -131,7 +134,7 @@ func (w *writer) openStage(ctx context.Context, off int64, n int) error {
 			return w.err
 		}
 		ch := w.wake
-		w.mu.Unlock()
+		w.unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -173,10 +176,34 @@ func (w *writer) overlaps(r request) bool {
 	return false
 }
 
+// start puts r in flight. A file that sends without waiting gets it once
+// mu is released: its sending may wait for room on the link, while the
+// answers that make room need mu.
 func (w *writer) start(r request) {
 	w.sending++
 	w.flying = append(w.flying, span{r.off, r.off + int64(r.n)})
+	if w.async != nil {
+		w.ready = append(w.ready, r)
+		return
+	}
 	go w.send(r.buf, (*r.buf)[:r.n], r.off)
+}
+
+// unlock releases mu and sends the requests started meanwhile.
+func (w *writer) unlock() {
+	ready := w.ready
+	w.ready = nil
+	w.mu.Unlock()
+	w.sendAll(ready)
+}
+
+func (w *writer) sendAll(rs []request) {
+	for _, r := range rs {
+		held := int64(cap(*r.buf)) // buf may be reused once released
+		w.async.WriteAtAsync((*r.buf)[:r.n], r.off, func() { putBuf(r.buf) }, func(err error) {
+			w.finished(held, r.off, err)
+		})
+	}
 }
 
 // landed ends the request at off in flight and starts the waiting ones it
@@ -214,6 +241,14 @@ func (w *writer) send(buf *[]byte, b []byte, off int64) {
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
+	w.finished(held, off, err)
+}
+
+// finished ends the request at off, which held held bytes of the window.
+// For a file that sends without waiting, it may run on the transport's
+// own goroutine, which must not send: requests it starts are sent from a
+// goroutine of their own.
+func (w *writer) finished(held, off int64, err error) {
 	w.mu.Lock()
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("write at %d: %w", off, err)
@@ -222,7 +257,12 @@ func (w *writer) send(buf *[]byte, b []byte, off int64) {
 	w.landed(off)
 	close(w.wake)
 	w.wake = make(chan struct{})
+	ready := w.ready
+	w.ready = nil
 	w.mu.Unlock()
+	if len(ready) > 0 {
+		go w.sendAll(ready)
+	}
 	w.node.pending.done()
 }
 
@@ -234,7 +274,7 @@ func (w *writer) wait(ctx context.Context) (clean bool, err error) {
 	w.sendStage()
 	for w.inflight > 0 {
 		ch := w.wake
-		w.mu.Unlock()
+		w.unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -245,7 +285,7 @@ func (w *writer) wait(ctx context.Context) (clean bool, err error) {
 	clean = !w.dirty
 	w.dirty = false
 	err = w.err
-	w.mu.Unlock()
+	w.unlock()
 	return clean, err
 }
 

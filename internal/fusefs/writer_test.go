@@ -3,8 +3,11 @@ package fusefs
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"math/rand"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,8 +59,14 @@ func (f *slowFile) Close(context.Context) error                        { return 
 // also goes out whenever nothing is in flight, so a server answering
 // faster than the writes come would make the count depend on scheduling.
 func TestWriterGathersContiguousWrites(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(mode(async), func(t *testing.T) { testWriterGathers(t, async) })
+	}
+}
+
+func testWriterGathers(t *testing.T, async bool) {
 	f := &gateFile{slowFile: slowFile{rnd: rand.New(rand.NewSource(1)), size: 64 << 10}, gate: make(chan struct{})}
-	w := newWriter(f, &node{}, 8<<20)
+	w := newWriter(sending(f, async), &node{}, 8<<20)
 	want := make([]byte, 1000*4096)
 	rand.New(rand.NewSource(2)).Read(want)
 	for off := 0; off < len(want); off += 4096 {
@@ -86,10 +95,11 @@ func TestWriterGathersContiguousWrites(t *testing.T) {
 // Overlapping writes, gathered or not, end on the server as they would
 // in order, although requests in flight land in any order.
 func TestWriterKeepsOverlappingWritesInOrder(t *testing.T) {
-	for seed := range int64(20) {
+	for seed := range int64(40) {
 		for _, size := range []int{0, 16 << 10} { // 0: no gathering (not a BufferWriter size)
 			f := &slowFile{rnd: rand.New(rand.NewSource(seed)), size: size}
-			w := newWriter(f, &node{}, 1<<20)
+			async := seed%2 == 1
+			w := newWriter(sending(f, async && size > 0), &node{}, 1<<20)
 			rnd := rand.New(rand.NewSource(seed + 100))
 			want := make([]byte, 64<<10)
 			f.data = make([]byte, len(want))
@@ -109,7 +119,7 @@ func TestWriterKeepsOverlappingWritesInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(f.data, want) {
-				t.Fatalf("seed %d, WriteSize %d: file differs from the writes applied in order", seed, size)
+				t.Fatalf("seed %d, WriteSize %d, %s: file differs from the writes applied in order", seed, size, mode(async && size > 0))
 			}
 		}
 	}
@@ -134,8 +144,14 @@ func (f *gateFile) WriteAtOwned(ctx context.Context, p []byte, off int64, done f
 // packets: a window of 1 MiB takes 16 scattered 4 KiB writes (64 KiB each)
 // while none is answered.
 func TestWriterScatteredWritesPinLittle(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(mode(async), func(t *testing.T) { testWriterScattered(t, async) })
+	}
+}
+
+func testWriterScattered(t *testing.T, async bool) {
 	f := &gateFile{slowFile: slowFile{rnd: rand.New(rand.NewSource(1)), size: 256 << 10}, gate: make(chan struct{})}
-	w := newWriter(f, &node{}, 1<<20)
+	w := newWriter(sending(f, async), &node{}, 1<<20)
 	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
 	defer cancel()
 	for i := range 16 {
@@ -150,5 +166,82 @@ func TestWriterScatteredWritesPinLittle(t *testing.T) {
 	}
 	if f.maxCap > 64<<10 {
 		t.Fatalf("a scattered 4 KiB write pinned a buffer of %d bytes", f.maxCap)
+	}
+}
+
+// writeOwner is a test file that can send the caller's buffer.
+type writeOwner interface {
+	remote.File
+	remote.BufferWriter
+}
+
+// asyncFile sends each write from a goroutine of its own and reports it
+// to done, as the transport does for a file that sends without waiting.
+type asyncFile struct{ writeOwner }
+
+func (f asyncFile) WriteAtAsync(p []byte, off int64, release func(), done func(error)) {
+	go func() {
+		n, err := f.WriteAtOwned(bg, p, off, release)
+		if err == nil && n < len(p) {
+			err = io.ErrShortWrite
+		}
+		done(err)
+	}()
+}
+
+// sending returns f, or f sending without waiting when async is set.
+func sending(f writeOwner, async bool) remote.File {
+	if async {
+		return asyncFile{f}
+	}
+	return f
+}
+
+func mode(async bool) string {
+	if async {
+		return "async"
+	}
+	return "waiting"
+}
+
+// failingFile fails every write from off on.
+type failingFile struct {
+	slowFile
+	from int64
+}
+
+func (f *failingFile) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
+	if off+int64(len(p)) > f.from {
+		done()
+		return 0, syscall.ENOSPC
+	}
+	return f.slowFile.WriteAtOwned(ctx, p, off, done)
+}
+
+// A failed write, sent with or without waiting, is reported by the next
+// wait (flush, fsync, close) and by every later write.
+func TestWriterReportsFailure(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(mode(async), func(t *testing.T) {
+			f := &failingFile{slowFile: slowFile{rnd: rand.New(rand.NewSource(1)), size: 64 << 10}, from: 1 << 20}
+			w := newWriter(sending(f, async), &node{}, 1<<20)
+			var werr error
+			for off := int64(0); off < 2<<20 && werr == nil; off += 128 << 10 {
+				werr = w.write(bg, make([]byte, 128<<10), off)
+			}
+			_, err := w.wait(bg)
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("wait after a failed write = %v, want ENOSPC", err)
+			}
+			if werr != nil && !errors.Is(werr, syscall.ENOSPC) {
+				t.Fatalf("a write after the failure = %v, want ENOSPC", werr)
+			}
+			if err := w.write(bg, make([]byte, 4096), 0); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("a write after the reported failure = %v, want ENOSPC", err)
+			}
+			if !bytes.Equal(f.data, make([]byte, 1<<20)) {
+				t.Fatalf("the file holds %d bytes, want the first MiB written", len(f.data))
+			}
+		})
 	}
 }

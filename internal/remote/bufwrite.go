@@ -13,3 +13,16 @@ type BufferWriter interface {
 	// WriteSize is the largest p sent as one request.
 	WriteSize() int
 }
+
+// AsyncWriter is implemented by files that can send a write without a
+// goroutine waiting for its answer.
+type AsyncWriter interface {
+	BufferWriter
+	// WriteAtAsync is WriteAtOwned that returns once the request is on
+	// its way; p is the caller's again once release has been called, and
+	// done gets the outcome, once, never before WriteAtAsync was called
+	// and never on the caller's goroutine. It may run on the transport's
+	// own goroutine, so it must be quick and must neither send nor wait
+	// on requests.
+	WriteAtAsync(p []byte, off int64, release func(), done func(error))
+}

@@ -611,15 +611,87 @@ func (f *file) writeAt(ctx context.Context, l *lease, n int, off int64) (int, er
 		})
 	}
 	if err != nil {
-		if isFailure(err) {
-			err = f.r.probe(ctx, f.name, err, probeSpace)
-		}
-		return 0, f.fail("write", err)
+		return 0, f.writeError(ctx, err)
 	}
+	f.wrote(end)
+	return n, nil
+}
+
+// writeError is the error a failed write reports.
+func (f *file) writeError(ctx context.Context, err error) error {
+	if isFailure(err) {
+		err = f.r.probe(ctx, f.name, err, probeSpace)
+	}
+	return f.fail("write", err)
+}
+
+// wrote records a write up to end as answered.
+func (f *file) wrote(end int64) {
 	f.mu.Lock()
 	f.expSize = max(f.expSize, end)
 	f.mu.Unlock()
-	return n, nil
+}
+
+var _ remote.AsyncWriter = (*file)(nil)
+
+// WriteAtAsync sends p, which lies in memory release frees, in one WRITE
+// past pkg/sftp when the handle is up and p fits one packet: no goroutine
+// waits for the answer, and done runs on the session's reader (see
+// rawWriteAsync). Otherwise, and after a failure, WriteAtOwned runs on a
+// goroutine of its own, bounded by Options.Timeout from now as it would
+// have been, and calls done.
+func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error)) {
+	l := ownLease(p, release)
+	n := len(p)
+	deadline := time.Now().Add(f.h.o.Timeout)
+	slow := func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		m, err := f.writeAt(ctx, l, n, off) // releases l
+		if err == nil && m < n {
+			err = io.ErrShortWrite
+		}
+		done(err)
+	}
+	fallback := func() { go slow() }
+	c, _, err := f.current()
+	if c == nil || err != nil || n == 0 {
+		fallback() // writeAt reports a closed or broken file
+		return
+	}
+	f.mu.Lock()
+	raw, ok := f.raws[c]
+	if ok && n <= c.maxPacket {
+		f.sentEnd = max(f.sentEnd, off+int64(n))
+	}
+	f.mu.Unlock()
+	if !ok || n > c.maxPacket {
+		c.unbegin()
+		fallback()
+		return
+	}
+	f.h.rawWriteAsync(c, raw, l, p, off, func(err error) {
+		switch {
+		case err == nil:
+			f.wrote(off + int64(n))
+			l.release()
+			done(nil)
+		case final(err):
+			go func() {
+				ctx, cancel := context.WithDeadline(context.Background(), deadline)
+				defer cancel()
+				err := f.writeError(ctx, err)
+				l.release()
+				done(err)
+			}()
+		default: // the channel failed: again on another, as writeRaw does
+			go func() {
+				c.kill(err)
+				f.drop(c)
+				slow()
+			}()
+		}
+	})
 }
 
 func (f *file) Stat(ctx context.Context) (remote.Attr, error) {

@@ -57,8 +57,9 @@ type rawReq struct {
 	write bool
 	n     int
 	err   error
-	done  chan struct{}
-	sent  time.Time // for the channel's watchdog (watchRaw)
+	done  chan struct{}          // closed when answered; nil when cb is set
+	cb    func(n int, err error) // instead of done: called when answered
+	sent  time.Time              // for the channel's watchdog (watchRaw)
 }
 
 // add registers a request and returns its id.
@@ -130,6 +131,10 @@ func (q *rawReq) finish(n int, err error) {
 	q.n, q.err = n, err
 	if q.l != nil {
 		q.l.release()
+	}
+	if q.cb != nil {
+		q.cb(n, err)
+		return
 	}
 	close(q.done)
 }
@@ -211,6 +216,39 @@ func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, h
 	}
 	_, err = h.rawWait(ctx, deadline, c, q, start)
 	return err
+}
+
+// rawWriteAsync sends one WRITE like rawWrite, without waiting: cb gets
+// the outcome. It runs on the session's reader for an answer (so it must
+// be quick and must neither send nor wait on requests), on whichever
+// goroutine ends the session's requests when the session breaks, and on
+// the caller's when the request could not be queued.
+func (h *Host) rawWriteAsync(c *channel, handle string, l *lease, data []byte, off int64, cb func(error)) {
+	start := time.Now()
+	q := &rawReq{l: l, write: true, cb: func(_ int, err error) {
+		if gaveUp(err) {
+			c.end(start, nil)
+		} else {
+			c.end(start, err)
+		}
+		if err == nil {
+			c.stats.bytesWrite.Add(uint64(len(data)))
+		}
+		cb(err)
+	}}
+	l.hold()
+	id, err := c.raw.add(q)
+	if err != nil {
+		q.finish(0, err)
+		return
+	}
+	var buf [64]byte
+	hdr := writeHeader(buf[:0], id, handle, off, len(data))
+	if err := c.wire.inject(hdr, data); err != nil {
+		if c.raw.take(id) != nil {
+			q.finish(0, err)
+		}
+	}
 }
 
 // rawWait waits for q's answer, for ctx or for deadline. With the full
