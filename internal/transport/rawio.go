@@ -184,14 +184,7 @@ func (h *Host) rawReadOn(ctx context.Context, deadline time.Time, c *channel, ha
 func (h *Host) rawWrite(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, data []byte, off int64) error {
 	start := time.Now()
 	err := h.rawWriteOn(ctx, deadline, c, handle, l, data, off, start)
-	if gaveUp(err) {
-		c.end(start, nil)
-	} else {
-		c.end(start, err)
-	}
-	if err == nil {
-		c.stats.bytesWrite.Add(uint64(len(data)))
-	}
+	endWrite(c, start, len(data), err)
 	return err
 }
 
@@ -200,21 +193,10 @@ func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, h
 		return err
 	}
 	q := &rawReq{l: l, write: true, done: make(chan struct{})}
-	l.hold()
-	id, err := c.raw.add(q)
-	if err != nil {
-		l.release()
+	if err := sendWrite(c, q, handle, data, off); err != nil {
 		return err
 	}
-	var buf [64]byte
-	hdr := writeHeader(buf[:0], id, handle, off, len(data))
-	if err := c.wire.inject(hdr, data); err != nil {
-		if c.raw.take(id) != nil {
-			q.finish(0, err)
-		}
-		return err
-	}
-	_, err = h.rawWait(ctx, deadline, c, q, start)
+	_, err := h.rawWait(ctx, deadline, c, q, start)
 	return err
 }
 
@@ -226,21 +208,21 @@ func (h *Host) rawWriteOn(ctx context.Context, deadline time.Time, c *channel, h
 func (h *Host) rawWriteAsync(c *channel, handle string, l *lease, data []byte, off int64, cb func(error)) {
 	start := time.Now()
 	q := &rawReq{l: l, write: true, cb: func(_ int, err error) {
-		if gaveUp(err) {
-			c.end(start, nil)
-		} else {
-			c.end(start, err)
-		}
-		if err == nil {
-			c.stats.bytesWrite.Add(uint64(len(data)))
-		}
+		endWrite(c, start, len(data), err)
 		cb(err)
 	}}
-	l.hold()
+	sendWrite(c, q, handle, data, off) // a failure reaches cb
+}
+
+// sendWrite queues q's WRITE of data at off; q holds its lease until it
+// is finished. An error means it was not sent, and q is finished with it
+// (unless the session's end finished it first).
+func sendWrite(c *channel, q *rawReq, handle string, data []byte, off int64) error {
+	q.l.hold()
 	id, err := c.raw.add(q)
 	if err != nil {
 		q.finish(0, err)
-		return
+		return err
 	}
 	var buf [64]byte
 	hdr := writeHeader(buf[:0], id, handle, off, len(data))
@@ -248,6 +230,20 @@ func (h *Host) rawWriteAsync(c *channel, handle string, l *lease, data []byte, o
 		if c.raw.take(id) != nil {
 			q.finish(0, err)
 		}
+		return err
+	}
+	return nil
+}
+
+// endWrite ends the count on c of a WRITE of n bytes begun at start.
+func endWrite(c *channel, start time.Time, n int, err error) {
+	if gaveUp(err) {
+		c.end(start, nil) // not the session's failure
+	} else {
+		c.end(start, err)
+	}
+	if err == nil {
+		c.stats.bytesWrite.Add(uint64(n))
 	}
 }
 
