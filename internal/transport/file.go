@@ -644,8 +644,11 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 	l := ownLease(p, release)
 	n := len(p)
 	deadline := time.Now().Add(f.h.o.Timeout)
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithDeadline(context.Background(), deadline)
+	}
 	slow := func() {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := bounded()
 		defer cancel()
 		m, err := f.writeAt(ctx, l, n, off) // releases l
 		if err == nil && m < n {
@@ -653,21 +656,21 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 		}
 		done(err)
 	}
-	fallback := func() { go slow() }
 	c, _, err := f.current()
 	if c == nil || err != nil || n == 0 {
-		fallback() // writeAt reports a closed or broken file
+		go slow() // writeAt reports a closed or broken file
 		return
 	}
 	f.mu.Lock()
 	raw, ok := f.raws[c]
-	if ok && n <= c.maxPacket {
+	ok = ok && n <= c.maxPacket
+	if ok {
 		f.sentEnd = max(f.sentEnd, off+int64(n))
 	}
 	f.mu.Unlock()
-	if !ok || n > c.maxPacket {
+	if !ok {
 		c.unbegin()
-		fallback()
+		go slow()
 		return
 	}
 	f.h.rawWriteAsync(c, raw, l, p, off, func(err error) {
@@ -678,7 +681,7 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 			done(nil)
 		case final(err):
 			go func() {
-				ctx, cancel := context.WithDeadline(context.Background(), deadline)
+				ctx, cancel := bounded()
 				defer cancel()
 				err := f.writeError(ctx, err)
 				l.release()
