@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,8 +67,12 @@ func pushedWithin(t *testing.T, remote, local, data string) {
 }
 
 // serverWatchers counts the watchers running on this machine for dir.
-func serverWatchers(dir string) int {
-	n := 0
+func serverWatchers(dir string) int { return len(serverWatcherEvents(dir)) }
+
+// serverWatcherEvents returns the events (-e) each watcher process on the
+// server (this machine) watching dir asks for.
+func serverWatcherEvents(dir string) []string {
+	var events []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
@@ -80,10 +85,14 @@ func serverWatchers(dir string) int {
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		if strings.HasSuffix(args[0], "inotifywait") && args[len(args)-1] == dir {
-			n++
+			ev := ""
+			if i := slices.Index(args, "-e"); i >= 0 && i+1 < len(args) {
+				ev = args[i+1]
+			}
+			events = append(events, ev)
 		}
 	}
-	return n
+	return events
 }
 
 // Changes made on the server show in the mount within a second although
@@ -96,8 +105,8 @@ func TestWatchSingleHost(t *testing.T) {
 	if got := waitWatch(t, mnt, h.Alias, control.WatchActive); got != "" {
 		t.Errorf("detail %q", got)
 	}
-	if n := serverWatchers(h.Dir); n != 1 {
-		t.Errorf("%d watchers on the server", n)
+	if ev := serverWatcherEvents(h.Dir); len(ev) != 1 || strings.Contains(ev[0], "modify") {
+		t.Errorf("watchers on the server, by events: %q", ev)
 	}
 	pushedWithin(t, filepath.Join(h.Dir, "new"), filepath.Join(mnt, "new"), "pushed")
 	r := sshfsm(t, 10*time.Second, "status", mnt)
@@ -113,7 +122,13 @@ func TestWatchSingleHost(t *testing.T) {
 		t.Errorf("status:\n%s", r.stdout)
 	}
 
-	for _, m := range []string{mnt, off} {
+	writes := mountAt(t, mountpoint(t), h.Alias+":"+h.Dir, append(ssh, "-o", "watch=writes")...)
+	waitWatch(t, writes, h.Alias, control.WatchActive)
+	if ev := serverWatcherEvents(h.Dir); len(ev) != 2 || !slices.ContainsFunc(ev, func(e string) bool { return strings.Contains(e, "modify") }) {
+		t.Errorf("watch=writes: watchers on the server, by events: %q", ev)
+	}
+
+	for _, m := range []string{mnt, off, writes} {
 		if err := testenv.Unmount(m); err != nil {
 			t.Fatal(err)
 		}

@@ -42,12 +42,15 @@ type Config struct {
 	Debug      bool
 	RequireAll bool // require_all: every branch must be reachable to mount
 	Watch      bool // watch=yes: changes made on the servers are pushed to the mount
-	Union      Union
-	SSH        SSH
-	FUSE       FUSE
-	Cache      Cache
-	Symlinks   Symlinks
-	IDMap      IDMap
+	// WatchWrites (watch=writes): every write and truncation is pushed,
+	// not only files closed after writing.
+	WatchWrites bool
+	Union       Union
+	SSH         SSH
+	FUSE        FUSE
+	Cache       Cache
+	Symlinks    Symlinks
+	IDMap       IDMap
 }
 
 // Union configures how union branches share the mount's root.

@@ -14,8 +14,29 @@ const marker = "sshfsm-watch-1"
 const exitNoProgram = 97
 
 // watchedEvents are the inotify events asked for: every change of a name,
-// of contents and of attributes, and the end of a watched directory.
-const watchedEvents = "create,delete,modify,close_write,attrib,moved_from,moved_to,delete_self,move_self"
+// of attributes, contents once written (close_write), and the end of a
+// watched directory.
+//
+// Each write(2) on the server is a modify event, which wakes inotifywait:
+// thousands a second while a file is written through the mount, whose
+// own writes need no pushing. Measured on 2 cores shared with the server
+// (128 KiB O_DIRECT writes through the mount), those wakeups also move
+// ssh and sshd between the cores, and cost 15-20% of the throughput. So
+// modify is asked for only with Options.Writes; without it, a file
+// written in place and kept open (a log being appended) or truncated by
+// path (truncate(2)) shows its change when closed or at the timeouts.
+const watchedEvents = "create,delete,close_write,attrib,moved_from,moved_to,delete_self,move_self"
+
+// writeEvents adds every write and truncation (Options.Writes).
+const writeEvents = watchedEvents + ",modify"
+
+// events returns the inotify events to ask for.
+func events(writes bool) string {
+	if writes {
+		return writeEvents
+	}
+	return watchedEvents
+}
 
 // probeCommand checks, with an empty standard input, that the server
 // runs commands and has the program. It is separate from the watcher
@@ -26,7 +47,8 @@ func probeCommand(program string) string {
 		" >/dev/null 2>&1 || exit " + strconv.Itoa(exitNoProgram) + "; }"
 }
 
-// watchCommand runs the watcher on dir until its standard input ends.
+// watchCommand runs the watcher of events on dir until its standard input
+// ends.
 // sshd does not signal a command whose session closed, and an idle
 // inotifywait would never notice (it writes only when something changes),
 // so a reader of the standard input kills it at end of file, which comes
@@ -36,9 +58,9 @@ func probeCommand(program string) string {
 // /dev/null). inotifywait's first line, from the sh that becomes it, is its
 // process id, for that reader.
 //
-// inotifywait writes each event as it comes: a file written through the
-// mount is one event per WRITE, each of which would wake sshd, our ssh
-// and the mount. So its output is passed on in batches: dd forwards what
+// inotifywait writes each event as it comes: a checkout is thousands of
+// events, and with modify a file being written is one event per WRITE,
+// each of which would wake sshd, our ssh and the mount. So its output is passed on in batches: dd forwards what
 // has arrived (one read of up to 32 KiB), then the loop sleeps before the
 // next read, for how long depending on what dd read:
 //   - a full block: none, a burst (a checkout) is under way and more waits;
@@ -57,9 +79,9 @@ func probeCommand(program string) string {
 // anything: on a large tree it takes a while, says "Watches established."
 // on its standard error when done, and only changes made after that are
 // reported.
-func watchCommand(program, dir string) string {
+func watchCommand(program, dir, events string) string {
 	return "echo " + marker + "; exec 3<&0 </dev/null; " +
-		`sh -c 'echo $$; exec "$0" "$@"' ` + quote(program) + " -m -r -e " + watchedEvents +
+		`sh -c 'echo $$; exec "$0" "$@"' ` + quote(program) + " -m -r -e " + events +
 		" --no-newline --format '%e %w%f%0' -- " + quote(dir) + " 3<&- | { " +
 		"read -r w; { read -r line <&3; kill $w 2>/dev/null; } & r=$!; exec 3<&-; " +
 		"while s=$(LC_ALL=C dd bs=32768 count=1 2>&1 >&4); case $s in 0+0*) false;; esac; " +

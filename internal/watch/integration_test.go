@@ -98,7 +98,7 @@ func TestChangesShowWithinASecond(t *testing.T) {
 				return gone(rg.local("old")) && content(rg.local("new")) == "original old" &&
 					shows(t, rg.mnt, "new") && !shows(t, rg.mnt, "old")
 			}},
-		{"truncate", func() { os.Truncate(rg.remote("trunc"), 3) },
+		{"truncate", func() { truncateClosed(t, rg.remote("trunc"), 3) },
 			func() bool { return content(rg.local("trunc")) == "ori" }},
 		{"chmod", func() { os.Chmod(rg.remote("mode"), 0o600) },
 			func() bool { fi, err := os.Stat(rg.local("mode")); return err == nil && fi.Mode().Perm() == 0o600 }},
@@ -130,6 +130,102 @@ func TestChangesShowWithinASecond(t *testing.T) {
 	if st := rg.w.Status()[0]; st.State != Active || st.Changes == 0 {
 		t.Errorf("status %+v", st)
 	}
+}
+
+// truncateClosed truncates p to size through a descriptor opened for
+// writing and closes it, as truncate(1) and editors do.
+func truncateClosed(t *testing.T, p string, size int64) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// By default a file written in place on the server shows its new contents
+// once its writer closes it, and the mount's own writes, each a write(2)
+// on the server, reach no watcher at all.
+func TestWritesShowAtClose(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	write(t, th.Dir+"/log", "line 0\n")
+	rg := newRig(t, th, cacheFor, Options{})
+	rg.waitState(t, Active, 15*time.Second)
+	if got := content(rg.local("log")); got != "line 0\n" {
+		t.Fatalf("first read: %q", got)
+	}
+	f, err := os.OpenFile(rg.remote("log"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("line 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := within(t, time.Second, "append, closed", func() bool { return content(rg.local("log")) == "line 0\nline 1\n" })
+	t.Logf("append seen %v after the close", d.Round(time.Millisecond))
+
+	out, err := os.Create(rg.local("out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	block := make([]byte, 4096)
+	writeSynced := func() {
+		t.Helper()
+		if _, err := out.Write(block); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Sync(); err != nil { // each write reaches the server on its own
+			t.Fatal(err)
+		}
+	}
+	writeSynced()
+	time.Sleep(200 * time.Millisecond) // the creation's records pass
+	before := rg.paths.Load()
+	for range 100 {
+		writeSynced()
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := rg.paths.Load() - before; n != 0 {
+		t.Errorf("100 writes through the mount reached it back as %d changed paths", n)
+	}
+}
+
+// With Options.Writes, a file written in place and kept open, and a
+// truncation by path, show within a second.
+func TestWritesOption(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	write(t, th.Dir+"/log", "line 0\n")
+	rg := newRig(t, th, cacheFor, Options{Writes: true})
+	rg.waitState(t, Active, 15*time.Second)
+	if got := content(rg.local("log")); got != "line 0\n" {
+		t.Fatalf("first read: %q", got)
+	}
+	f, err := os.OpenFile(rg.remote("log"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := 1; i <= 3; i++ {
+		if _, err := fmt.Fprintf(f, "line %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		want := content(th.Dir + "/log")
+		d := within(t, time.Second, fmt.Sprintf("append %d, kept open", i), func() bool { return content(rg.local("log")) == want })
+		t.Logf("append %d seen after %v", i, d.Round(time.Millisecond))
+	}
+	if err := os.Truncate(rg.remote("log"), 3); err != nil {
+		t.Fatal(err)
+	}
+	within(t, time.Second, "truncate(2)", func() bool { return content(rg.local("log")) == "lin" })
 }
 
 // The median delay from a change on the server to the mount seeing it.

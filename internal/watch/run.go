@@ -173,7 +173,7 @@ func (r *runner) attempt(ctx context.Context, c Candidate, h Host, dir string, g
 	run := &watchRun{r: r, host: c.Name, gap: gap, start: time.Now()}
 	p := newParser(dir, run.emit)
 	p.pause = r.w.o.Window
-	err = h.Stream(ctx, watchCommand(r.w.o.program, dir), p.read, run.errLine)
+	err = h.Stream(ctx, watchCommand(r.w.o.program, dir, events(r.w.o.Writes)), p.read, run.errLine)
 	ran := run.activeFor()
 	switch {
 	case ctx.Err() != nil:

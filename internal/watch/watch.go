@@ -48,6 +48,9 @@ type Options struct {
 	// Window is how long changes are gathered before they are passed on;
 	// 0 means DefaultWindow.
 	Window time.Duration
+	// Writes pushes every write to a file and every truncation, not only
+	// files closed after writing (watch=writes; see watchedEvents).
+	Writes bool
 
 	program    string        // run on the server; "" means "inotifywait" (tests)
 	minBackoff time.Duration // 0 means minBackoff (tests)
