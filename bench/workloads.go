@@ -33,7 +33,7 @@ var (
 	// The seq write job with the change watcher off as well: every WRITE
 	// the server executes is an inotify event that the watcher sends back
 	// (and the mount drops, being its own write). Shown, not a target.
-	wSeqWriteNoWatch = &workload{id: "seq-write-nowatch", title: "fio seq write 128k qd4, sshfsm with watch=no as well (no change events of its own writes)", unit: "MiB/s", higher: true}
+	wSeqWriteNoWatch = &workload{id: "seq-write-nowatch", title: "fio seq write 128k qd4, sshfsm with watch=no as well (the change watcher off)", unit: "MiB/s", higher: true}
 	wRandRead        = &workload{id: "rand-read", title: "fio rand read 4k qd32", unit: "IOPS", higher: true, target: &target{ref: sshfsTuned, limit: 1.0}}
 
 	wFindCold = &workload{id: "find-cold", title: "find ., cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.5}}
