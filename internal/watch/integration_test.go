@@ -148,13 +148,13 @@ func truncateClosed(t *testing.T, p string, size int64) {
 	}
 }
 
-// By default a file written in place on the server shows its new contents
-// once its writer closes it, and the mount's own writes, each a write(2)
-// on the server, reach no watcher at all.
-func TestWritesShowAtClose(t *testing.T) {
+// openLog mounts a watched tree holding "log", reads it through the mount,
+// and opens it on the server for appending.
+func openLog(t *testing.T, o Options) (*rig, *os.File) {
+	t.Helper()
 	th := testenv.StartHost(t, "127.0.0.2")
 	write(t, th.Dir+"/log", "line 0\n")
-	rg := newRig(t, th, cacheFor, Options{})
+	rg := newRig(t, th, cacheFor, o)
 	rg.waitState(t, Active, 15*time.Second)
 	if got := content(rg.local("log")); got != "line 0\n" {
 		t.Fatalf("first read: %q", got)
@@ -163,6 +163,14 @@ func TestWritesShowAtClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rg, f
+}
+
+// By default a file written in place on the server shows its new contents
+// once its writer closes it, and the mount's own writes, each a write(2)
+// on the server, reach no watcher at all.
+func TestWritesShowAtClose(t *testing.T) {
+	rg, f := openLog(t, Options{})
 	if _, err := f.WriteString("line 1\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -202,23 +210,13 @@ func TestWritesShowAtClose(t *testing.T) {
 // With Options.Writes, a file written in place and kept open, and a
 // truncation by path, show within a second.
 func TestWritesOption(t *testing.T) {
-	th := testenv.StartHost(t, "127.0.0.2")
-	write(t, th.Dir+"/log", "line 0\n")
-	rg := newRig(t, th, cacheFor, Options{Writes: true})
-	rg.waitState(t, Active, 15*time.Second)
-	if got := content(rg.local("log")); got != "line 0\n" {
-		t.Fatalf("first read: %q", got)
-	}
-	f, err := os.OpenFile(rg.remote("log"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rg, f := openLog(t, Options{Writes: true})
 	defer f.Close()
 	for i := 1; i <= 3; i++ {
 		if _, err := fmt.Fprintf(f, "line %d\n", i); err != nil {
 			t.Fatal(err)
 		}
-		want := content(th.Dir + "/log")
+		want := content(rg.remote("log"))
 		d := within(t, time.Second, fmt.Sprintf("append %d, kept open", i), func() bool { return content(rg.local("log")) == want })
 		t.Logf("append %d seen after %v", i, d.Round(time.Millisecond))
 	}
