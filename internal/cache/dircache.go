@@ -181,6 +181,10 @@ func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.listLocked(dir)
+}
+
+func (d *Dirs) listLocked(dir string) (ents []remote.DirEntry, ok bool) {
 	l := d.freshLocked(dir)
 	if l == nil {
 		return nil, false
@@ -196,6 +200,40 @@ func (d *Dirs) List(dir string) (ents []remote.DirEntry, ok bool) {
 	}
 	d.count.listingHits.Add(1)
 	return ents, true
+}
+
+// Get returns the listing of dir for a reader of it: the fresh one kept
+// (cached true), else the one a fetch under way brings (a prefetch, a
+// lookup's, a bulk listing: cached true too), else its own fetch's. The
+// check for a fetch under way and the start of its own are one step, so
+// a prefetch starting meanwhile is waited for instead of listed twice.
+func (d *Dirs) Get(ctx context.Context, dir string, fetch Fetcher) (ents []remote.DirEntry, cached bool, err error) {
+	if !d.Enabled() {
+		ents, err = fetch(ctx, dir)
+		return ents, false, err
+	}
+	for {
+		d.Wait(ctx, dir)
+		d.mu.Lock()
+		if ents, ok := d.listLocked(dir); ok {
+			d.mu.Unlock()
+			return ents, true, nil
+		}
+		if d.flights[dir] == nil && !d.bulkPendingLocked(dir) {
+			break // with mu held
+		}
+		d.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	d.flights[dir] = f
+	d.count.listingMisses.Add(1)
+	d.mu.Unlock()
+	ents, err = fetch(ctx, dir)
+	d.land(ctx, dir, f, ents, err)
+	return ents, false, err
 }
 
 // Lookup answers for name in dir. Without a fresh listing it fetches dir

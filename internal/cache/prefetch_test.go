@@ -54,3 +54,43 @@ func TestPrefetch(t *testing.T) {
 		t.Error("unknown directory reported as prefetched")
 	}
 }
+
+// Get answers from a fresh listing, from a fetch under way, or by
+// fetching once itself.
+func TestGet(t *testing.T) {
+	d := New(time.Minute, nil)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+		calls.Add(1)
+		<-release
+		return []remote.DirEntry{{Name: "x"}}, nil
+	}
+	done := make(chan struct{})
+	d.Prefetch(context.Background(), "p", fetch, func() { close(done) })
+	type result struct {
+		ents   []remote.DirEntry
+		cached bool
+		err    error
+	}
+	got := make(chan result)
+	go func() {
+		ents, cached, err := d.Get(context.Background(), "p", fetch)
+		got <- result{ents, cached, err}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	<-done
+	if r := <-got; r.err != nil || !r.cached || len(r.ents) != 1 || r.ents[0].Name != "x" {
+		t.Errorf("Get during a prefetch: %+v, want the prefetched listing", r)
+	}
+	if _, cached, err := d.Get(context.Background(), "p", fetch); err != nil || !cached {
+		t.Errorf("Get of a fresh listing: cached %v, %v", cached, err)
+	}
+	if _, cached, err := d.Get(context.Background(), "q", fetch); err != nil || cached {
+		t.Errorf("Get of an unknown directory: cached %v, %v", cached, err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2 (p once, q once)", n)
+	}
+}

@@ -72,13 +72,9 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	// A listing prefetched for this directory may be on its way.
-	d.n.fsys.dirs.Wait(ctx, d.dir)
-	list, ok := d.n.fsys.dirs.List(d.dir)
-	if !ok {
-		var err error
-		if list, err = d.n.fsys.dirs.Fetch(ctx, d.dir, d.n.fsys.ns.ReadDir); err != nil {
-			return d.n.fsys.toErrno(err)
-		}
+	list, ok, err := d.n.fsys.dirs.Get(ctx, d.dir, d.n.fsys.ns.ReadDir)
+	if err != nil {
+		return d.n.fsys.toErrno(err)
 	}
 	d.ents = make([]remote.DirEntry, 0, len(list)+2)
 	d.ents = append(d.ents,
