@@ -67,15 +67,21 @@ func TestLookupStates(t *testing.T) {
 	}
 }
 
-func TestSingleFlight(t *testing.T) {
-	d := New(time.Minute, nil)
-	var calls atomic.Int32
-	release := make(chan struct{})
-	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+// heldFetch returns a fetcher of the listing {x} that counts its calls
+// and answers once release is closed.
+func heldFetch() (calls *atomic.Int32, release chan struct{}, fetch Fetcher) {
+	calls, release = new(atomic.Int32), make(chan struct{})
+	fetch = func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
 		calls.Add(1)
 		<-release
 		return []remote.DirEntry{{Name: "x"}}, nil
 	}
+	return calls, release, fetch
+}
+
+func TestSingleFlight(t *testing.T) {
+	d := New(time.Minute, nil)
+	calls, release, fetch := heldFetch()
 	var wg sync.WaitGroup
 	results := make([]State, 20)
 	for i := range results {

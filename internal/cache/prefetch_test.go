@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,13 +10,7 @@ import (
 
 func TestPrefetch(t *testing.T) {
 	d := New(time.Minute, nil)
-	var calls atomic.Int32
-	release := make(chan struct{})
-	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
-		calls.Add(1)
-		<-release
-		return []remote.DirEntry{{Name: "x"}}, nil
-	}
+	calls, release, fetch := heldFetch()
 	done := make(chan struct{})
 	d.Prefetch(context.Background(), "p", fetch, func() { close(done) })
 	// A second prefetch of a listing on its way starts nothing.
@@ -59,13 +52,7 @@ func TestPrefetch(t *testing.T) {
 // fetching once itself.
 func TestGet(t *testing.T) {
 	d := New(time.Minute, nil)
-	var calls atomic.Int32
-	release := make(chan struct{})
-	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
-		calls.Add(1)
-		<-release
-		return []remote.DirEntry{{Name: "x"}}, nil
-	}
+	calls, release, fetch := heldFetch()
 	done := make(chan struct{})
 	d.Prefetch(context.Background(), "p", fetch, func() { close(done) })
 	type result struct {
