@@ -231,8 +231,7 @@ func (d *Dirs) Get(ctx context.Context, dir string, fetch Fetcher) (ents []remot
 	d.flights[dir] = f
 	d.count.listingMisses.Add(1)
 	d.mu.Unlock()
-	ents, err = fetch(ctx, dir)
-	d.land(ctx, dir, f, ents, err)
+	ents, err = d.run(ctx, dir, f, fetch)
 	return ents, false, err
 }
 
@@ -308,9 +307,11 @@ func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (rem
 	}
 }
 
-func (d *Dirs) run(ctx context.Context, dir string, f *flight, fetch Fetcher) {
+// run fetches dir for flight f and lands it.
+func (d *Dirs) run(ctx context.Context, dir string, f *flight, fetch Fetcher) ([]remote.DirEntry, error) {
 	ents, err := fetch(ctx, dir)
 	d.land(ctx, dir, f, ents, err)
+	return ents, err
 }
 
 // land ends flight f with the fetch's result, storing the listing unless
