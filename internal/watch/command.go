@@ -21,7 +21,7 @@ const exitNoProgram = 97
 // thousands a second while a file is written through the mount, whose
 // own writes need no pushing. Measured on 2 cores shared with the server
 // (128 KiB O_DIRECT writes through the mount), those wakeups also move
-// ssh and sshd between the cores, and cost 15-20% of the throughput. So
+// ssh and sshd between the cores, and cost about 15% of the throughput. So
 // modify is asked for only with Options.Writes; without it, a file
 // written in place and kept open (a log being appended) or truncated by
 // path (truncate(2)) shows its change when closed or at the timeouts.
@@ -60,9 +60,10 @@ func probeCommand(program string) string {
 //
 // inotifywait writes each event as it comes: a checkout is thousands of
 // events, and with modify a file being written is one event per WRITE,
-// each of which would wake sshd, our ssh and the mount. So its output is passed on in batches: dd forwards what
-// has arrived (one read of up to 32 KiB), then the loop sleeps before the
-// next read, for how long depending on what dd read:
+// each of which would wake sshd, our ssh and the mount. So its output is
+// passed on in batches: dd forwards what has arrived (one read of up to
+// 32 KiB), then the loop sleeps before the next read, for how long
+// depending on what dd read:
 //   - a full block: none, a burst (a checkout) is under way and more waits;
 //   - under 1000 bytes (a lone change: a few events): pauseShort, which
 //     gathers the rest of that change;
