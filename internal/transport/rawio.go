@@ -159,12 +159,76 @@ func (h *Host) rawReadOn(ctx context.Context, deadline time.Time, c *channel, ha
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	q, err := sendRead(c, handle, l, dest, off)
+	if err != nil {
+		return 0, err
+	}
+	return h.rawWait(ctx, deadline, c, q, start)
+}
+
+// rawReadAll reads dest at off like rawRead, with one READ request per
+// packet, all sent before the first answer is awaited. It returns the bytes
+// up to the first short answer (n < len(dest) without error: the caller
+// reads the rest), or io.EOF after them when the file ended there.
+func (h *Host) rawReadAll(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, dest []byte, off int64) (int, error) {
+	start := time.Now()
+	n, err := h.rawReadAllOn(ctx, deadline, c, handle, l, dest, off, start)
+	if gaveUp(err) {
+		c.end(start, nil)
+	} else {
+		c.end(start, err)
+	}
+	c.stats.bytesRead.Add(uint64(n))
+	return n, err
+}
+
+func (h *Host) rawReadAllOn(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, dest []byte, off int64, start time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	mp := c.maxPacket
+	qs := make([]*rawReq, 0, (len(dest)+mp-1)/mp)
+	var sendErr error
+	for lo := 0; lo < len(dest); lo += mp {
+		q, err := sendRead(c, handle, l, dest[lo:min(lo+mp, len(dest))], off+int64(lo))
+		if err != nil {
+			sendErr = err
+			break
+		}
+		qs = append(qs, q)
+	}
+	// Every answer is awaited before returning, so that none lands in
+	// dest after the caller reads into it again.
+	n, whole := 0, true
+	var err error
+	for _, q := range qs {
+		k, e := h.rawWait(ctx, deadline, c, q, start)
+		if gaveUp(e) {
+			return 0, e // the rest hold l until answered or ended
+		}
+		if !whole {
+			continue
+		}
+		n += k
+		if e != nil || k < len(q.dest) {
+			whole, err = false, e
+		}
+	}
+	if whole && sendErr != nil {
+		return n, sendErr
+	}
+	return n, err
+}
+
+// sendRead queues a READ of len(dest) bytes at off into dest, which lies
+// in l; the request holds l until it is finished.
+func sendRead(c *channel, handle string, l *lease, dest []byte, off int64) (*rawReq, error) {
 	q := &rawReq{dest: dest, l: l, done: make(chan struct{})}
 	l.hold()
 	id, err := c.raw.add(q)
 	if err != nil {
 		l.release()
-		return 0, err
+		return nil, err
 	}
 	var buf [64]byte
 	pkt := readPacket(buf[:0], id, handle, off, len(dest))
@@ -172,9 +236,9 @@ func (h *Host) rawReadOn(ctx context.Context, deadline time.Time, c *channel, ha
 		if c.raw.take(id) != nil {
 			q.finish(0, err)
 		}
-		return 0, err
+		return nil, err
 	}
-	return h.rawWait(ctx, deadline, c, q, start)
+	return q, nil
 }
 
 // rawWrite writes data at off of the file whose handle is handle with one

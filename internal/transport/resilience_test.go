@@ -205,6 +205,77 @@ func TestSplitReadUsesSeveralChannels(t *testing.T) {
 	}
 }
 
+// A split read whose answers on one channel are lost when that channel
+// dies mid-read gets the lost pieces from another channel: the caller
+// sees the whole file, no error.
+func TestSplitReadSurvivesChannelLoss(t *testing.T) {
+	h, ts, dir := dialTest(t, 2, nil)
+	want := randomFile(t, filepath.Join(dir, "f"), 1<<20)
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	<-f.(*file).learned
+	got := make([]byte, len(want))
+	if n, err := f.ReadAt(bg, got, 0); n != len(want) || !bytes.Equal(got, want) {
+		t.Fatalf("first read (opens the file on both channels): %d %v", n, err)
+	}
+	if raws := len(f.(*file).raws); raws != 2 {
+		t.Fatalf("%d raw handles, want one per channel", raws)
+	}
+	ts.stream(1).hold()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	clear(got)
+	go func() {
+		n, err := f.ReadAt(bg, got, 0)
+		done <- result{n, err}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for h.Stats().Channels[1].Outstanding == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no request reached channel 1")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ts.stream(1).drop()
+	r := <-done
+	if r.n != len(want) || (r.err != nil && r.err != io.EOF) || !bytes.Equal(got, want) {
+		t.Fatalf("read across the loss of a channel: %d %v equal=%v", r.n, r.err, bytes.Equal(got, want))
+	}
+}
+
+// A server may answer a READ with fewer bytes than asked although the file
+// goes on (pkg/sftp's server sends at most 32 KiB): a split read asks
+// again for the rest instead of taking the short answer for the end.
+func TestSplitReadShortAnswers(t *testing.T) {
+	h, _, dir := dialTest(t, 2, nil)
+	want := randomFile(t, filepath.Join(dir, "f"), 1<<20+5000)
+	for _, c := range h.chans {
+		c.maxPacket = 64 << 10 // twice what this server answers
+	}
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	<-f.(*file).learned
+	for _, off := range []int{0, 1000} {
+		got := make([]byte, 1<<20)
+		n, err := f.ReadAt(bg, got, int64(off))
+		if n != len(got) || err != nil || !bytes.Equal(got, want[off:off+n]) {
+			t.Fatalf("read at %d: %d %v equal=%v", off, n, err, bytes.Equal(got[:n], want[off:off+n]))
+		}
+	}
+	if raws := len(f.(*file).raws); raws != 2 {
+		t.Fatalf("%d raw handles, want one per channel", raws)
+	}
+}
+
 func TestRequestCounters(t *testing.T) {
 	h, _, _ := dialTest(t, 1, nil)
 	before := h.Stats().Requests
