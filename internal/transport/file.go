@@ -464,8 +464,32 @@ func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int,
 		if err != nil {
 			return got, err
 		}
+		if got < size && f.pastKnownEnd(ctx, off+int64(got)) {
+			return got, io.EOF
+		}
 	}
 	return got, nil
+}
+
+// pastKnownEnd reports whether a short answer that ended at pos reached
+// the end of the file, so that no READ need ask what lies beyond: the
+// file was a regular file of pos bytes or fewer at open. A server answers
+// a READ no larger than the packet size it declared in full unless the
+// file ends (sftp-server reads a regular file with one pread), so the
+// short answer is the end, as a local read would find it. Files whose size
+// says nothing of their contents (/proc, size 0) are read on until the
+// server answers EOF. Waits for the attributes at open, which were asked
+// for before any read was sent.
+func (f *file) pastKnownEnd(ctx context.Context, pos int64) bool {
+	select {
+	case <-f.learned:
+	case <-ctx.Done():
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.knownOK && f.known.Mode&syscall.S_IFMT == syscall.S_IFREG &&
+		f.known.Size > 0 && pos >= int64(f.known.Size)
 }
 
 // live returns the channel of a usable handle, with one request counted

@@ -203,6 +203,17 @@ func dialTest(t *testing.T, conns int, mod func(*Options)) (*Host, *testServer, 
 	return h, ts, dir
 }
 
+// setMaxPacket makes the live channels ask for n bytes per READ packet.
+func setMaxPacket(h *Host, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.chans {
+		if c != nil {
+			c.maxPacket = n
+		}
+	}
+}
+
 // waitUp waits until n channels are up.
 func waitUp(t *testing.T, h *Host, n int) {
 	t.Helper()

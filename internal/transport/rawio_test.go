@@ -58,6 +58,65 @@ func TestRawReads(t *testing.T) {
 	}
 }
 
+// A short answer that reaches the size the file had at open is its end:
+// no second READ asks what lies beyond (one round trip per small file, as
+// grep and builds read them). A short answer before that size, a file that
+// grew after open, and a file whose size at open said nothing (0, as in
+// /proc) are read on.
+func TestShortReadAtKnownEnd(t *testing.T) {
+	h, _, dir := dialTest(t, 1, nil)
+	setMaxPacket(h, 64<<10) // this server answers at most 32 KiB
+	small := randomFile(t, filepath.Join(dir, "small"), 5000)
+	large := randomFile(t, filepath.Join(dir, "large"), 100_000)
+	randomFile(t, filepath.Join(dir, "grows"), 5000)
+	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open := func(name string) *file {
+		t.Helper()
+		f, err := h.Remote().Open(bg, name, os.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close(bg) })
+		<-f.(*file).learned
+		return f.(*file)
+	}
+	read := func(f *file, n int, off int64, want []byte, reads uint64) {
+		t.Helper()
+		before := h.Stats().Requests["READ"]
+		buf := make([]byte, n)
+		got, err := f.ReadAt(bg, buf, off)
+		if err != nil && err != io.EOF {
+			t.Fatalf("%s: read %d at %d: %v", f.name, n, off, err)
+		}
+		if !bytes.Equal(buf[:got], want) {
+			t.Fatalf("%s: read %d at %d: got %d bytes, want %d", f.name, n, off, got, len(want))
+		}
+		if sent := h.Stats().Requests["READ"] - before; sent != reads {
+			t.Fatalf("%s: read %d at %d sent %d READs, want %d", f.name, n, off, sent, reads)
+		}
+	}
+
+	read(open("small"), 16384, 0, small, 1)
+	read(open("small"), 16384, 1000, small[1000:], 1)
+	// 32 KiB answered of 64 KiB asked, far from the end: asked again.
+	read(open("large"), 64<<10, 0, large[:64<<10], 2)
+
+	grows := open("grows")
+	more := append(bytes.Clone(small), bytes.Repeat([]byte("x"), 3000)...)
+	if err := os.WriteFile(filepath.Join(dir, "grows"), more, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read(grows, 16384, 0, more, 1)
+
+	empty := open("empty")
+	if err := os.WriteFile(filepath.Join(dir, "empty"), small, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read(empty, 16384, 0, small, 2)
+}
+
 // Writes of one packet go past pkg/sftp and land where they should;
 // larger ones take pkg/sftp's path; both are counted as WRITE requests.
 func TestRawWrites(t *testing.T) {

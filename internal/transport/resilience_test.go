@@ -255,9 +255,7 @@ func TestSplitReadSurvivesChannelLoss(t *testing.T) {
 func TestSplitReadShortAnswers(t *testing.T) {
 	h, _, dir := dialTest(t, 2, nil)
 	want := randomFile(t, filepath.Join(dir, "f"), 1<<20+5000)
-	for _, c := range h.chans {
-		c.maxPacket = 64 << 10 // twice what this server answers
-	}
+	setMaxPacket(h, 64<<10) // twice what this server answers
 	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
