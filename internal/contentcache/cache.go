@@ -78,6 +78,11 @@ type Cache struct {
 	storing sync.RWMutex
 	stopped bool // storing: Close has begun; Fill stores nothing
 
+	// fillers are the fills under way on goroutines of FillAsync; Close
+	// waits for them. Added to under mu while !closed.
+	fillers sync.WaitGroup
+	pending chan struct{} // bounds those fills
+
 	sizesMu sync.Mutex     // guards sizes
 	sizes   map[int64]bool // sizes of the stored copies larger than a block (MayHold)
 
@@ -118,6 +123,7 @@ func Open(o Options) (*Cache, error) {
 		root: filepath.Join(o.Dir, "content"), bs: bs, maxSize: o.MaxSize, minFree: o.MinFree,
 		log: o.Logger, boot: o.boot, statfs: o.statfs, now: o.now, touchEvery: o.touchEvery,
 		states: map[string]*state{}, jobs: make(chan *state, jobQueue), scanned: make(chan struct{}), kick: make(chan struct{}, 1),
+		pending: make(chan struct{}, maxPendingFills),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -163,6 +169,7 @@ func (c *Cache) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.fillers.Wait()
 	c.storing.Lock()
 	c.stopped = true
 	c.storing.Unlock()

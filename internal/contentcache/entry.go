@@ -237,6 +237,44 @@ func (e *Entry) Fill(data []byte, off int64) error {
 	return s.fillLocked(data, off, end)
 }
 
+// maxPendingFills bounds the fills FillAsync runs at once, and so the
+// memory they hold (a block each, usually).
+const maxPendingFills = 16
+
+// FillAsync stores data at off as Fill does, on a goroutine of its own, and
+// then calls done with Fill's error: a reader answered from data need not
+// wait for the local disk (creating a file there can take a millisecond).
+// data must stay unchanged until done is called. It reports false, and
+// calls nothing, when the cache is closing or maxPendingFills are under
+// way; the caller then fills itself. Close waits for the fills under way,
+// so that what was read before an unmount is there at the next mount.
+func (e *Entry) FillAsync(data []byte, off int64, done func(error)) bool {
+	c := e.s.c
+	select {
+	case c.pending <- struct{}{}:
+	default:
+		return false
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		<-c.pending
+		return false
+	}
+	c.fillers.Add(1)
+	e.s.refs++ // as Another: the fill outlives the caller's use
+	c.mu.Unlock()
+	own := &Entry{s: e.s}
+	go func() {
+		defer c.fillers.Done()
+		err := own.Fill(data, off)
+		own.Release()
+		<-c.pending
+		done(err)
+	}()
+	return true
+}
+
 // fillLocked (fillMu held) stores the blocks of data at off that are
 // missing.
 func (s *state) fillLocked(data []byte, off, end int64) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -250,5 +251,62 @@ func TestAnotherOutlivesItsSource(t *testing.T) {
 	want := []Range{{2 * testBS, 2 * testBS}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("after reopening, missing %v, want %v: blocks 0 and 1 stored, nothing after Close", got, want)
+	}
+}
+
+// FillAsync stores on a goroutine of its own and then calls done; Close
+// waits for the fills under way, so the next cache finds them stored; a
+// closed cache, or one with maxPendingFills under way, refuses more.
+func TestFillAsync(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, dir, nil)
+	small, large := testKey("small", 100), testKey("large", 3*testBS)
+	srcS, srcL := source("small", 100), source("large", 3*testBS)
+
+	e := entry(t, c, small)
+	done := make(chan error, 1)
+	if !e.FillAsync(srcS, 0, func(err error) { done <- err }) {
+		t.Fatal("FillAsync refused on an idle cache")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("FillAsync: %v", err)
+	}
+	if !checkRead(t, e, srcS, 0, 100) {
+		t.Fatal("small content not read back after done")
+	}
+
+	// Every fill waits for the storing lock: maxPendingFills are taken,
+	// the next is refused.
+	el := entry(t, c, large)
+	c.storing.Lock()
+	var calls atomic.Int32
+	for i := range maxPendingFills {
+		off := int64(i%3) * testBS
+		if !el.FillAsync(srcL[off:off+testBS], off, func(error) { calls.Add(1) }) {
+			c.storing.Unlock()
+			t.Fatalf("fill %d refused, want %d taken", i, maxPendingFills)
+		}
+	}
+	if el.FillAsync(srcL[:testBS], 0, func(error) { t.Error("done of a refused fill called") }) {
+		t.Error("a fill past maxPendingFills was taken")
+	}
+	c.storing.Unlock()
+	el.Release()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != maxPendingFills {
+		t.Fatalf("Close returned with %d of %d fills done", n, maxPendingFills)
+	}
+	if e.FillAsync(srcS, 0, func(error) { t.Error("done called after Close") }) {
+		t.Error("FillAsync taken after Close")
+	}
+
+	c2 := openCache(t, dir, nil)
+	if m := entry(t, c2, large).Missing(0, 3*testBS); len(m) != 0 {
+		t.Fatalf("after reopening, large misses %v: the fills under way at Close were not stored", m)
+	}
+	if !checkRead(t, entry(t, c2, small), srcS, 0, 100) {
+		t.Fatal("after reopening, small content missing")
 	}
 }

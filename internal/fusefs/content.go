@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -186,7 +187,10 @@ func (h *handle) readCached(ctx context.Context, e *contentcache.Entry, dest []b
 	for range 2 {
 		missing := e.Missing(off, int64(len(dest)))
 		for _, r := range missing {
-			data, release, err := h.fetch(ctx, e, r)
+			// The read is all missing (the usual first read): it is
+			// answered from what is fetched, which is stored after.
+			answers := len(missing) == 1 && r.Off <= off && r.Off+r.Len >= min(off+int64(len(dest)), h.ck.size)
+			data, release, err := h.fetch(ctx, e, r, answers)
 			if err != nil {
 				if errors.Is(err, errChanged) {
 					h.n.fsys.log.Info("file changed on the server while open; reading it uncached", "err", err)
@@ -195,10 +199,7 @@ func (h *handle) readCached(ctx context.Context, e *contentcache.Entry, dest []b
 				}
 				return nil, false, h.n.fsys.toErrno(err)
 			}
-			// The read was all missing (the usual first read): answer
-			// from what was fetched, not by reading back what was just
-			// stored.
-			if len(missing) == 1 && data != nil && r.Off <= off && r.Off+r.Len >= min(off+int64(len(dest)), h.ck.size) {
+			if answers && data != nil {
 				n := copy(dest, data[min(off-r.Off, int64(len(data))):])
 				release()
 				return fuse.ReadResultData(dest[:n]), true, 0
@@ -224,15 +225,17 @@ var errChanged = errors.New("file size changed")
 
 // fetch reads the byte range r of the file from the server and stores
 // it in e, returning the bytes, to be released once used. Reads of the
-// same range of the same version wait for one fetch (and get no bytes:
-// they read the entry); if it fails for a reason of its own (its reader
-// was interrupted, say), they fetch themselves.
-func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, func(), error) {
+// same range of the same version wait for one fetch and its store (and get
+// no bytes: they read the entry); if it fails for a reason of its own (its
+// reader was interrupted, say), they fetch themselves. later: the caller
+// answers its read from the bytes returned, so they may be stored after
+// fetch returns (a file created on the local disk can take a millisecond).
+func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcache.Range, later bool) ([]byte, func(), error) {
 	k := h.fillKey(r)
 	for range 2 {
 		fl, first := h.n.fsys.fills.start(k)
 		if first {
-			return h.fetchAs(ctx, e, r, k, fl)
+			return h.fetchAs(ctx, e, r, k, fl, later)
 		}
 		select {
 		case <-fl.done:
@@ -243,14 +246,55 @@ func (h *handle) fetch(ctx context.Context, e *contentcache.Entry, r contentcach
 			return nil, func() {}, fl.err
 		}
 	}
-	return h.fetchRange(ctx, e, r)
+	data, release, err := h.readRange(ctx, r)
+	if err == nil {
+		h.store(e, data, r.Off)
+	}
+	return data, release, err
 }
 
-// fetchAs fetches r as the fill fl registered under k, and ends it.
-func (h *handle) fetchAs(ctx context.Context, e *contentcache.Entry, r contentcache.Range, k fillKey, fl *fill) ([]byte, func(), error) {
-	data, release, err := h.fetchRange(ctx, e, r)
-	h.n.fsys.fills.end(k, fl, err)
-	return data, release, err
+// fetchAs fetches r as the fill fl registered under k, stores it in e, and
+// ends fl once stored: in the background when later and the disk cache
+// takes it (the bytes are released when both the caller and the store are
+// done with them).
+func (h *handle) fetchAs(ctx context.Context, e *contentcache.Entry, r contentcache.Range, k fillKey, fl *fill, later bool) ([]byte, func(), error) {
+	data, release, err := h.readRange(ctx, r)
+	if err != nil {
+		h.n.fsys.fills.end(k, fl, err)
+		return nil, nil, err
+	}
+	if later {
+		var uses atomic.Int32
+		uses.Store(2)
+		done := func() {
+			if uses.Add(-1) == 0 {
+				release()
+			}
+		}
+		if e.FillAsync(data, r.Off, func(err error) {
+			h.logFill(err)
+			h.n.fsys.fills.end(k, fl, nil)
+			done()
+		}) {
+			return data, done, nil
+		}
+	}
+	h.store(e, data, r.Off)
+	h.n.fsys.fills.end(k, fl, nil)
+	return data, release, nil
+}
+
+// store puts data, the bytes at off, in e.
+func (h *handle) store(e *contentcache.Entry, data []byte, off int64) {
+	h.logFill(e.Fill(data, off))
+}
+
+// logFill notes a failed store. The disk cache is best effort: the bytes
+// fetched answer the read, or the server does.
+func (h *handle) logFill(err error) {
+	if err != nil {
+		h.n.fsys.log.Warn("disk cache fill", "err", err)
+	}
 }
 
 func (h *handle) fillKey(r contentcache.Range) fillKey {
@@ -258,10 +302,9 @@ func (h *handle) fillKey(r contentcache.Range) fillKey {
 	return fillKey{p, h.ck, r.Off}
 }
 
-// fetchRange reads the byte range r from the server into a buffer the
-// remote lends when it can (no copy), stores it in e and returns it with
-// its release.
-func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r contentcache.Range) ([]byte, func(), error) {
+// readRange reads the byte range r from the server into a buffer the
+// remote lends when it can (no copy) and returns it with its release.
+func (h *handle) readRange(ctx context.Context, r contentcache.Range) ([]byte, func(), error) {
 	f, err := h.file(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -298,11 +341,6 @@ func (h *handle) fetchRange(ctx context.Context, e *contentcache.Entry, r conten
 	// means the file shrank.
 	if got < len(buf) {
 		return nil, nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
-	}
-	if err := e.Fill(buf, r.Off); err != nil {
-		// The disk cache is best effort: the bytes fetched answer the
-		// read, or the server does.
-		h.n.fsys.log.Warn("disk cache fill", "err", err)
 	}
 	return buf, release, nil
 }

@@ -113,16 +113,22 @@ func readAll(t *testing.T, p string) []byte {
 }
 
 // A file read once is read from local disk by the next mount: no open, no
-// read reaches the server.
+// read reaches the server. That holds for a small file too, whose first
+// read is answered before its bytes are stored.
 func TestDiskCacheServesNextMount(t *testing.T) {
 	dir, cacheDir := t.TempDir(), t.TempDir()
 	want := randomBytes(3<<20+12345, 1) // several blocks and a partial one
+	small := randomBytes(5000, 2)
 	writeOld(t, filepath.Join(dir, "f"), want, time.Hour)
+	writeOld(t, filepath.Join(dir, "small"), small, time.Hour)
 	writeOld(t, filepath.Join(dir, "empty"), nil, time.Hour)
 
 	m := mountDisk(t, dir, cacheDir, cache.Auto)
 	if got := readAll(t, m.path("f")); !bytes.Equal(got, want) {
 		t.Fatal("first read differs from the server's file")
+	}
+	if got := readAll(t, m.path("small")); !bytes.Equal(got, small) {
+		t.Fatal("first read of the small file differs from the server's")
 	}
 	readAll(t, m.path("empty"))
 	m.close(t)
@@ -130,6 +136,9 @@ func TestDiskCacheServesNextMount(t *testing.T) {
 	m = mountDisk(t, dir, cacheDir, cache.Auto)
 	if got := readAll(t, m.path("f")); !bytes.Equal(got, want) {
 		t.Fatal("read from the disk cache differs from the server's file")
+	}
+	if got := readAll(t, m.path("small")); !bytes.Equal(got, small) {
+		t.Fatal("small file read from the disk cache differs from the server's")
 	}
 	if got := readAll(t, m.path("empty")); len(got) != 0 {
 		t.Fatalf("empty file read %d bytes", len(got))

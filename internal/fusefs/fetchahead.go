@@ -108,7 +108,7 @@ func (h *handle) fetchAhead(ctx context.Context, e *contentcache.Entry, off int6
 	go func() {
 		defer slots.give()
 		defer e.Release()
-		if _, release, err := h.fetchAs(ctx, e, r, k, fl); err == nil {
+		if _, release, err := h.fetchAs(ctx, e, r, k, fl, false); err == nil {
 			release()
 		}
 	}()
