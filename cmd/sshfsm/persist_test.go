@@ -86,7 +86,10 @@ func TestDaemonPersistsListings(t *testing.T) {
 	if st.Meta == nil || st.Meta.Mode != "immutable" || st.Meta.LoadedDirs != dirs || st.Meta.SnapshotAgeSeconds < 0 {
 		t.Fatalf("status metadata %+v, want %d listings loaded", st.Meta, dirs)
 	}
-	before := listingRequests(t, st)
+	// The change watcher's start runs a command on the host (its probe):
+	// counted before the walk, it is not taken for one of the walk's.
+	waitWatch(t, mnt, h.Alias, control.WatchActive)
+	before := listingRequests(t, statusJSON(t, mnt))
 	if again := findNames(t, mnt); !slices.Equal(again, names) {
 		t.Errorf("remount shows %d names, the first mount %d", len(again), len(names))
 	}
