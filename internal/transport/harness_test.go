@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -201,6 +202,19 @@ func dialTest(t *testing.T, conns int, mod func(*Options)) (*Host, *testServer, 
 	t.Cleanup(func() { h.Close() })
 	waitUp(t, h, conns)
 	return h, ts, dir
+}
+
+// openRead opens name read-only on h once its attributes at open are
+// learned (reads split from then on); it is closed at the end of the test.
+func openRead(t *testing.T, h *Host, name string) *file {
+	t.Helper()
+	f, err := h.Remote().Open(bg, name, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close(bg) })
+	<-f.(*file).learned
+	return f.(*file)
 }
 
 // setMaxPacket makes the live channels ask for n bytes per READ packet.

@@ -50,12 +50,7 @@ func TestOnDemandChannelsForSplitReads(t *testing.T) {
 	if n, streams := upChannels(h), ts.count(); n != 1 || streams != 1 {
 		t.Fatalf("%d channels up, %d streams opened after sequential requests; want 1", n, streams)
 	}
-	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close(bg)
-	<-f.(*file).learned
+	f := openRead(t, h, "f")
 	got := make([]byte, len(want))
 	if n, err := f.ReadAt(bg, got, 0); n != len(want) || (err != nil && err != io.EOF) || !bytes.Equal(got, want) {
 		t.Fatalf("first split read: %d %v", n, err)

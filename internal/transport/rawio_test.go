@@ -72,16 +72,6 @@ func TestShortReadAtKnownEnd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	open := func(name string) *file {
-		t.Helper()
-		f, err := h.Remote().Open(bg, name, os.O_RDONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close(bg) })
-		<-f.(*file).learned
-		return f.(*file)
-	}
 	read := func(f *file, n int, off int64, want []byte, reads uint64) {
 		t.Helper()
 		before := h.Stats().Requests["READ"]
@@ -98,19 +88,19 @@ func TestShortReadAtKnownEnd(t *testing.T) {
 		}
 	}
 
-	read(open("small"), 16384, 0, small, 1)
-	read(open("small"), 16384, 1000, small[1000:], 1)
+	read(openRead(t, h, "small"), 16384, 0, small, 1)
+	read(openRead(t, h, "small"), 16384, 1000, small[1000:], 1)
 	// 32 KiB answered of 64 KiB asked, far from the end: asked again.
-	read(open("large"), 64<<10, 0, large[:64<<10], 2)
+	read(openRead(t, h, "large"), 64<<10, 0, large[:64<<10], 2)
 
-	grows := open("grows")
+	grows := openRead(t, h, "grows")
 	more := append(bytes.Clone(small), bytes.Repeat([]byte("x"), 3000)...)
 	if err := os.WriteFile(filepath.Join(dir, "grows"), more, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	read(grows, 16384, 0, more, 1)
 
-	empty := open("empty")
+	empty := openRead(t, h, "empty")
 	if err := os.WriteFile(filepath.Join(dir, "empty"), small, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -183,12 +183,7 @@ func TestWaitsForReconnect(t *testing.T) {
 func TestSplitReadUsesSeveralChannels(t *testing.T) {
 	h, _, dir := dialTest(t, 3, nil)
 	want := randomFile(t, filepath.Join(dir, "f"), 1<<20+123)
-	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close(bg)
-	<-f.(*file).learned // reads are split once the attributes at open are known
+	f := openRead(t, h, "f")
 	got := make([]byte, len(want)+1000)
 	n, err := f.ReadAt(bg, got, 0)
 	if n != len(want) || err != io.EOF || !bytes.Equal(got[:n], want) {
@@ -211,17 +206,12 @@ func TestSplitReadUsesSeveralChannels(t *testing.T) {
 func TestSplitReadSurvivesChannelLoss(t *testing.T) {
 	h, ts, dir := dialTest(t, 2, nil)
 	want := randomFile(t, filepath.Join(dir, "f"), 1<<20)
-	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close(bg)
-	<-f.(*file).learned
+	f := openRead(t, h, "f")
 	got := make([]byte, len(want))
 	if n, err := f.ReadAt(bg, got, 0); n != len(want) || !bytes.Equal(got, want) {
 		t.Fatalf("first read (opens the file on both channels): %d %v", n, err)
 	}
-	if raws := len(f.(*file).raws); raws != 2 {
+	if raws := len(f.raws); raws != 2 {
 		t.Fatalf("%d raw handles, want one per channel", raws)
 	}
 	ts.stream(1).hold()
@@ -256,12 +246,7 @@ func TestSplitReadShortAnswers(t *testing.T) {
 	h, _, dir := dialTest(t, 2, nil)
 	want := randomFile(t, filepath.Join(dir, "f"), 1<<20+5000)
 	setMaxPacket(h, 64<<10) // twice what this server answers
-	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close(bg)
-	<-f.(*file).learned
+	f := openRead(t, h, "f")
 	for _, off := range []int{0, 1000} {
 		got := make([]byte, 1<<20)
 		n, err := f.ReadAt(bg, got, int64(off))
@@ -269,7 +254,7 @@ func TestSplitReadShortAnswers(t *testing.T) {
 			t.Fatalf("read at %d: %d %v equal=%v", off, n, err, bytes.Equal(got[:n], want[off:off+n]))
 		}
 	}
-	if raws := len(f.(*file).raws); raws != 2 {
+	if raws := len(f.raws); raws != 2 {
 		t.Fatalf("%d raw handles, want one per channel", raws)
 	}
 }

@@ -117,8 +117,15 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 	if dctx.Err() != nil {
 		return 0, dctx.Err()
 	}
+	return f.readOnPrimary(ctx, l, b, off)
+}
+
+// readOnPrimary reads b at off through pkg/sftp on the file's own handle,
+// re-opened if need be: what a channel that could not serve its piece
+// leaves.
+func (f *file) readOnPrimary(ctx context.Context, l *lease, b []byte, off int64) (int, error) {
 	var n int
-	err = f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
+	err := f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
 		f.markSent()
 		var err error
 		n, err = sf.ReadAt(b, off)
@@ -159,13 +166,7 @@ func (f *file) readPieceRaw(ctx context.Context, c *channel, raw string, b []byt
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		var k int
-		err = f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
-			var err error
-			k, err = sf.ReadAt(b[got:], off+int64(got))
-			c.stats.bytesRead.Add(uint64(k))
-			return err
-		})
+		k, err := f.readOnPrimary(ctx, l, b[got:], off+int64(got))
 		if err != nil && err != io.EOF && !isAnswer(err) {
 			return 0, err
 		}
