@@ -146,13 +146,18 @@ func (q *rawReq) finish(n int, err error) {
 func (h *Host) rawRead(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, dest []byte, off int64) (int, error) {
 	start := time.Now()
 	n, err := h.rawReadOn(ctx, deadline, c, handle, l, dest, off, start)
+	endRead(c, start, n, err)
+	return n, err
+}
+
+// endRead ends the count on c of a read of n bytes begun at start.
+func endRead(c *channel, start time.Time, n int, err error) {
 	if gaveUp(err) {
 		c.end(start, nil) // not the session's failure
 	} else {
 		c.end(start, err)
 	}
 	c.stats.bytesRead.Add(uint64(n))
-	return n, err
 }
 
 func (h *Host) rawReadOn(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, dest []byte, off int64, start time.Time) (int, error) {
@@ -173,12 +178,7 @@ func (h *Host) rawReadOn(ctx context.Context, deadline time.Time, c *channel, ha
 func (h *Host) rawReadAll(ctx context.Context, deadline time.Time, c *channel, handle string, l *lease, dest []byte, off int64) (int, error) {
 	start := time.Now()
 	n, err := h.rawReadAllOn(ctx, deadline, c, handle, l, dest, off, start)
-	if gaveUp(err) {
-		c.end(start, nil)
-	} else {
-		c.end(start, err)
-	}
-	c.stats.bytesRead.Add(uint64(n))
+	endRead(c, start, n, err)
 	return n, err
 }
 
