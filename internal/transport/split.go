@@ -93,18 +93,19 @@ func (f *file) readPiece(ctx context.Context, c *channel, b []byte, off int64, l
 		f.mu.Lock()
 		raw, ok := f.raws[c]
 		f.mu.Unlock()
-		if ok {
-			return f.readPieceRaw(dctx, c, raw, b, off, l)
-		}
 		var n int
-		l.hold()
-		err = f.h.run(dctx, c, idempotent, func() error {
-			f.markSent()
-			var err error
-			n, err = sf.ReadAt(b, off)
-			c.stats.bytesRead.Add(uint64(n))
-			return err
-		}, func(bool) { l.release() })
+		if ok {
+			n, err = f.readPieceRaw(dctx, c, raw, b, off, l)
+		} else {
+			l.hold()
+			err = f.h.run(dctx, c, idempotent, func() error {
+				f.markSent()
+				var err error
+				n, err = sf.ReadAt(b, off)
+				c.stats.bytesRead.Add(uint64(n))
+				return err
+			}, func(bool) { l.release() })
+		}
 		if gaveUp(err) {
 			return 0, err // n may still be written by the abandoned request
 		}
@@ -141,7 +142,7 @@ func (f *file) readOnPrimary(ctx context.Context, l *lease, b []byte, off int64)
 // readPieceRaw reads b at off with c's handle on the file, whose string
 // is raw, past pkg/sftp: every packet of the piece is in flight at once,
 // and the answers land in b without a copy. Counted on c (begun by the
-// caller); a failed channel is dropped, and the piece read on another.
+// caller). A short answer within the file is asked again for the rest.
 func (f *file) readPieceRaw(ctx context.Context, c *channel, raw string, b []byte, off int64, l *lease) (int, error) {
 	deadline := f.h.deadline(ctx)
 	f.markSent()
@@ -152,25 +153,10 @@ func (f *file) readPieceRaw(ctx context.Context, c *channel, raw string, b []byt
 		if err == nil && n == 0 {
 			err = io.EOF // an empty answer: nothing more to read
 		}
-		switch {
-		case gaveUp(err):
-			return 0, err // answers may still land in b
-		case err == nil && got < len(b):
-			c.begin() // a short answer within the file: read the rest
-			continue
-		case err == nil || isAnswer(err):
+		if err != nil || got == len(b) {
 			return got, err
 		}
-		c.kill(err)
-		f.drop(c)
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		k, err := f.readOnPrimary(ctx, l, b[got:], off+int64(got))
-		if err != nil && err != io.EOF && !isAnswer(err) {
-			return 0, err
-		}
-		return got + k, err
+		c.begin()
 	}
 }
 
