@@ -53,7 +53,7 @@ func newWatcher(cfg *config.Config, t *tree, remotes []remote.Remote, log *slog.
 		}
 		targets = append(targets, watch.Target{Prefix: tr.Prefix, Candidates: cs})
 	}
-	w := watch.New(targets, watch.Options{Logger: log, Writes: cfg.WatchWrites})
+	w := watch.New(targets, watch.Options{Logger: log, Writes: cfg.WatchWrites, Network: cfg.WatchNetwork})
 	for _, e := range t.endpoints {
 		e.watch = watching{w: w, target: index[e.branch], why: "the branch is not in the mount's namespace"}
 		if index[e.branch] < 0 {

@@ -41,16 +41,19 @@ type Config struct {
 	Foreground bool
 	Debug      bool
 	RequireAll bool // require_all: every branch must be reachable to mount
-	Watch      bool // watch=yes: changes made on the servers are pushed to the mount
+	Watch      bool // watch=auto|yes|writes: changes made on the servers are pushed to the mount
 	// WatchWrites (watch=writes): every write and truncation is pushed,
 	// not only files closed after writing.
 	WatchWrites bool
-	Union       Union
-	SSH         SSH
-	FUSE        FUSE
-	Cache       Cache
-	Symlinks    Symlinks
-	IDMap       IDMap
+	// WatchNetwork (watch=yes|writes): trees on a network file system of
+	// the server are watched too.
+	WatchNetwork bool
+	Union        Union
+	SSH          SSH
+	FUSE         FUSE
+	Cache        Cache
+	Symlinks     Symlinks
+	IDMap        IDMap
 }
 
 // Union configures how union branches share the mount's root.

@@ -134,15 +134,19 @@ func cacheOptions() []Option {
 			func(c *Config, n int) { c.Cache.PrefetchDepth = n }),
 		secondsOpt("cache_timeout", "", s, false, "Set attr_timeout, entry_timeout, negative_timeout and dcache_timeout at once.",
 			func(c *Config, d time.Duration) { c.Cache.setAll(d) }),
-		enumOpt("watch", "yes", []string{"yes", "writes", "no"}, s,
+		enumOpt("watch", "auto", []string{"auto", "yes", "writes", "no"}, s,
 			"Push changes made on the servers directly (an editor, a build or git there) to the mount within a second, whatever the timeouts: "+
 				"inotifywait (inotify-tools) runs on each server and the mount drops what it holds of the paths reported. "+
-				"yes pushes new, removed and renamed names, attribute changes, and contents once the writer closes the file; "+
-				"writes also pushes every write to a file kept open (a log being appended) and truncate(2), "+
+				"It pushes new, removed and renamed names, attribute changes, and contents once the writer closes the file. "+
+				"auto watches every tree except those on a network or cluster file system of the server (NFS, Lustre, GPFS, CephFS, BeeGFS, SMB, FUSE…): "+
+				"inotify there sees only that server's own changes, not other clients', and watching walks every directory of the tree. "+
+				"yes watches those too; writes, as yes, also pushes every write to a file kept open (a log being appended) and truncate(2), "+
 				"at the cost of a wakeup of the watcher on the server per write, those made through the mount included. "+
 				"Where it cannot run (not installed, no shell on the server, directport, the inotify watch limit), the timeouts apply; "+
 				"sshfsm status says so. On a large tree, changes are pushed once the watcher has set up its watches.",
-			func(c *Config, v string) { c.Watch, c.WatchWrites = v != "no", v == "writes" }),
+			func(c *Config, v string) {
+				c.Watch, c.WatchWrites, c.WatchNetwork = v != "no", v == "writes", v == "yes" || v == "writes"
+			}),
 		enumOpt("cache", "auto", []string{"auto", "immutable", "strict", "yes", "no"}, s,
 			"Coherence mode. auto: attributes and listings are trusted for their timeouts, and an open reuses cached content when the file's size and mtime are unchanged (close-to-open consistency, as NFS). immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known (every timeout is a year, unless set after it). strict: no content is reused across opens without revalidation, and a file's attributes always come from the server (attr_timeout=0, unless set after it); for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and nodisk_cache).",
 			func(c *Config, v string) {

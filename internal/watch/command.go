@@ -39,12 +39,13 @@ func events(writes bool) string {
 }
 
 // probeCommand checks, with an empty standard input, that the server
-// runs commands and has the program. It is separate from the watcher
-// because the watcher keeps its standard input open: a server that runs
-// internal-sftp instead of commands would wait on it forever.
-func probeCommand(program string) string {
+// runs commands and has the program, and prints the file system of dir
+// (fsCommand). It is separate from the watcher because the watcher keeps
+// its standard input open: a server that runs internal-sftp instead of
+// commands would wait on it forever.
+func probeCommand(program, dir string) string {
 	return "echo " + marker + " && { command -v " + quote(program) +
-		" >/dev/null 2>&1 || exit " + strconv.Itoa(exitNoProgram) + "; }"
+		" >/dev/null 2>&1 || exit " + strconv.Itoa(exitNoProgram) + "; } && " + fsCommand(dir)
 }
 
 // watchCommand runs the watcher of events on dir until its standard input

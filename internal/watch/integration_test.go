@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+
 	"sshfsm/internal/testenv"
 	"sshfsm/internal/transport"
 )
@@ -570,4 +572,73 @@ func TestWorkingDirectoryKeepsItsEntry(t *testing.T) {
 	if rg.w.Status()[0].Changes == 0 {
 		t.Error("no echo came back")
 	}
+}
+
+// fuseOver mounts a loopback FUSE file system over dir, holding what dir
+// held, until the test ends: a tree the server keeps on a file system of
+// the kind networkFS lists.
+func fuseOver(t *testing.T, dir string) {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	under := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(under, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := gofs.NewLoopbackRoot(under)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gofs.Mount(dir, root, &gofs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.UnmountAtCleanup(t, dir)
+	if err := testenv.WaitMounted(dir, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A tree on a network file system of the server (FUSE here) is not
+// watched by default, and the status says why and how to watch it; the
+// timeouts apply. With Options.Network it is watched, and a change made on
+// the server through that file system shows within a second.
+func TestNetworkFileSystem(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	fuseOver(t, th.Dir)
+	write(t, th.Dir+"/f", "first")
+
+	t.Run("default", func(t *testing.T) {
+		rg := newRig(t, th, time.Second, Options{})
+		st := rg.waitState(t, Off, 10*time.Second)
+		if !strings.Contains(st.Detail, "on FUSE on the server") || !strings.Contains(st.Detail, "watch=yes") {
+			t.Fatalf("status %+v", st)
+		}
+		if n := len(watchers(th.Dir)); n != 0 {
+			t.Errorf("%d watchers run on the server", n)
+		}
+		if got := content(rg.local("f")); got != "first" {
+			t.Fatalf("first read: %q", got)
+		}
+		write(t, rg.remote("f"), "second")
+		within(t, 5*time.Second, "a change after the timeouts", func() bool { return content(rg.local("f")) == "second" })
+		if st := rg.w.Status()[0]; st.State != Off || st.Changes != 0 {
+			t.Errorf("status %+v", st)
+		}
+	})
+
+	t.Run("network", func(t *testing.T) {
+		rg := newRig(t, th, cacheFor, Options{Network: true})
+		rg.waitState(t, Active, 15*time.Second)
+		if got := content(rg.local("f")); got != "second" {
+			t.Fatalf("first read: %q", got)
+		}
+		write(t, rg.remote("f"), "third!")
+		d := within(t, time.Second, "a change through the server's FUSE", func() bool { return content(rg.local("f")) == "third!" })
+		t.Logf("seen after %v", d.Round(time.Millisecond))
+	})
 }

@@ -198,3 +198,23 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
+
+// The probe's file system line: GNU and BusyBox stat print the magic in
+// hex without 0x; anything else, or no line, is no network file system.
+func TestNetworkFSOf(t *testing.T) {
+	for out, want := range map[string]string{
+		marker + "\nsshfsm-fs bd00bd0\n": "Lustre",
+		"sshfsm-fs 6969":                 "NFS",
+		"motd\nsshfsm-fs 65735546\n":     "FUSE",
+		"sshfsm-fs 0x47504653\n":         "GPFS",
+		"sshfsm-fs ef53\n":               "", // ext4
+		"sshfsm-fs 58465342\n":           "", // XFS
+		"sshfsm-fs UNKNOWN\n":            "",
+		marker + "\n":                    "",
+		"fs 6969\n":                      "",
+	} {
+		if got := networkFSOf(out); got != want {
+			t.Errorf("networkFSOf(%q) = %q, want %q", out, got, want)
+		}
+	}
+}

@@ -162,7 +162,7 @@ func (r *runner) attempt(ctx context.Context, c Candidate, h Host, dir string, g
 		return retryNever, 0
 	}
 	r.set(c.Name, Starting, "")
-	out, detail, err := r.probe(ctx, h)
+	out, detail, err := r.probe(ctx, h, dir)
 	switch {
 	case ctx.Err() != nil:
 		return stopped, 0
@@ -189,13 +189,16 @@ func (r *runner) attempt(ctx context.Context, c Candidate, h Host, dir string, g
 	return retrySoon, ran
 }
 
-// probe checks that the host runs commands and has the watcher program.
-// detail is empty when it does.
-func (r *runner) probe(ctx context.Context, h Host) (outcome, string, error) {
+// probe checks that the host runs commands and has the watcher program,
+// and that dir is not on a network file system (unless Options.Network).
+// detail is empty when the watcher can run.
+func (r *runner) probe(ctx context.Context, h Host, dir string) (outcome, string, error) {
 	marked := false
-	err := h.Exec(ctx, probeCommand(r.w.o.program), func(rd io.Reader) error {
+	network := ""
+	err := h.Exec(ctx, probeCommand(r.w.o.program, dir), func(rd io.Reader) error {
 		b, err := io.ReadAll(rd)
 		marked = strings.Contains("\n"+string(b), "\n"+marker+"\n")
+		network = networkFSOf(string(b))
 		return err
 	})
 	var ee *transport.ExecError
@@ -208,6 +211,10 @@ func (r *runner) probe(ctx context.Context, h Host) (outcome, string, error) {
 		return retrySoon, "cannot run the watcher: " + oneLine(err.Error()), err
 	case !marked:
 		return retryLong, "the server runs no commands (SFTP only)", err
+	case network != "" && !r.w.o.Network:
+		// The file system of a tree does not change while it is mounted.
+		return retryNever, "the tree is on " + network + " on the server, where inotify sees only that server's own changes " +
+			"and watching walks every directory; -o watch=yes watches it anyway", nil
 	}
 	return retrySoon, "", nil
 }

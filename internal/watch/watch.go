@@ -51,6 +51,9 @@ type Options struct {
 	// Writes pushes every write to a file and every truncation, not only
 	// files closed after writing (watch=writes; see watchedEvents).
 	Writes bool
+	// Network watches trees on a network or cluster file system of the
+	// server too (watch=yes; see networkFS).
+	Network bool
 
 	program    string        // run on the server; "" means "inotifywait" (tests)
 	minBackoff time.Duration // 0 means minBackoff (tests)
