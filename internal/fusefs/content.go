@@ -200,6 +200,9 @@ func (h *handle) readCached(ctx context.Context, e *contentcache.Entry, dest []b
 				return nil, false, h.n.fsys.toErrno(err)
 			}
 			if answers && data != nil {
+				if r.Off == 0 && h.ck.size <= siblingMax {
+					h.readSmall()
+				}
 				n := copy(dest, data[min(off-r.Off, int64(len(data))):])
 				release()
 				return fuse.ReadResultData(dest[:n]), true, 0

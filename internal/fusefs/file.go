@@ -103,6 +103,7 @@ func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall
 		return nil, 0, syscall.ENOENT
 	}
 	if !writable(flags) {
+		n.fsys.sib.opened(p)
 		if n.attachesLate() {
 			if h, fl, ok := n.openKept(p, flags, true); ok {
 				return h, fl, 0

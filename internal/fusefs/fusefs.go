@@ -101,6 +101,8 @@ type filesys struct {
 	fills fills
 	// aheadSlots bounds the fetches ahead of readers (fetchahead.go).
 	aheadSlots readAheadSlots
+	// sib fetches the small files of directories readers read (siblings.go).
+	sib *siblings
 	// pt hands verified cached files to the kernel (passthrough.go).
 	pt passthrough
 }
@@ -135,6 +137,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 		fsys.conn.Store(c)
 	}
 	fsys.pt.probe(server, o)
+	fsys.sib.stopAtUnmount(server)
 	fsys.watchHealth(server)
 	fsys.followChanges(server)
 	fsys.persistUntilUnmount(server)
@@ -193,6 +196,7 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 	}
 	fsys.root = &node{fsys: fsys}
 	fsys.pre = newPrefetcher(fsys)
+	fsys.sib = newSiblings(fsys)
 	return fsys
 }
 

@@ -136,6 +136,13 @@ func (p *prefetcher) leavesFilesOut(dir string, walking bool) bool {
 	return walking && below && p.filesLeftOut()
 }
 
+// wasRead reports whether a reader read dir lately (readdir).
+func (p *prefetcher) wasRead(dir string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.readDirs[dir]
+}
+
 // statsFiles records that a walker looked up a file whose entry its
 // directory's read left out.
 func (p *prefetcher) statsFiles() {

@@ -1,0 +1,249 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/contentcache"
+	"sshfsm/internal/remote"
+)
+
+// Reading the small files of a directory one after another (grep -r, a
+// build reading its sources, cat *.h) costs, for each file the disk cache
+// lacks, a round trip to open it and one to read it, in turn. Once a reader
+// has read from the server two small files of one directory, or one of a
+// directory a reader listed (grep -r, tar, cp -r list each directory
+// whose files they read) or of one right below a directory whose files
+// were fetched so, the directory's other small files are fetched into the
+// disk cache in the background, siblingSlots at a time, in the order of its listing
+// (the order readers get it in). The reader's next opens then find them
+// whole there and ask the server nothing (openCached). As the kernel's
+// readahead does for pages, the fetch keeps at most siblingWindow files
+// ahead of the files readers opened in the directory since it began, and
+// ends once readers open none for siblingIdle: two files read in a large
+// directory cost at most a window of fetches.
+//
+// Only files the cached listing shows as regular, of at most siblingMax
+// bytes, not modified within racyWindow and readable by their mode bits
+// are fetched, each under the version (size, mtime) the listing gives, as
+// an open would; one whose length is not the listing's is not stored.
+
+const (
+	siblingMax    = 256 << 10 // largest file fetched with its siblings
+	siblingSlots  = 8         // such fetches in flight, mount-wide
+	siblingWindow = 32        // files fetched ahead of the directory's opens
+	siblingIdle   = 10 * time.Second
+	// siblingAgain: a directory's siblings are fetched again after this
+	// long, when readers read it from the server again.
+	siblingAgain = time.Minute
+	// siblingDirs bounds the directories remembered.
+	siblingDirs = 4096
+)
+
+// errSiblingChanged: the file's length is not the listing's; readers
+// waiting for the fetch read the file themselves.
+var errSiblingChanged = errors.New("file changed since it was listed")
+
+type siblings struct {
+	f     *filesys
+	slots chan struct{}
+	ctx   context.Context // ends at unmount
+	stop  context.CancelFunc
+
+	mu sync.Mutex
+	// reads holds, per directory, the small files readers read from
+	// the server; fetched holds when a directory's siblings began to be
+	// fetched; active the directories being fetched.
+	reads   map[string][]string
+	fetched map[string]time.Time
+	active  map[string]*siblingDir
+}
+
+// siblingDir is a directory whose files are being fetched.
+type siblingDir struct {
+	opened atomic.Int64  // files of it readers opened since
+	wake   chan struct{} // signalled at each
+}
+
+func newSiblings(f *filesys) *siblings {
+	s := &siblings{f: f, slots: make(chan struct{}, siblingSlots),
+		reads: map[string][]string{}, fetched: map[string]time.Time{}, active: map[string]*siblingDir{}}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	return s
+}
+
+// stopAtUnmount ends the fetches when srv ends.
+func (s *siblings) stopAtUnmount(srv *fuse.Server) {
+	go func() {
+		srv.Wait()
+		s.stop()
+	}()
+}
+
+// opened notes a reader's open of the file p, which moves the window of a
+// fetch of its directory.
+func (s *siblings) opened(p string) {
+	dir, _ := split(p)
+	s.mu.Lock()
+	d := s.active[dir]
+	s.mu.Unlock()
+	if d != nil {
+		d.opened.Add(1)
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// readFromServer notes that a reader read the small file p from the
+// server, and starts fetching its siblings when that makes a pattern.
+func (s *siblings) readFromServer(p string) {
+	dir, name := split(p)
+	parent, _ := split(dir)
+	listed := s.f.pre.wasRead(dir)
+	now := time.Now()
+	s.mu.Lock()
+	if at, ok := s.fetched[dir]; ok && now.Sub(at) < siblingAgain || s.active[dir] != nil {
+		s.mu.Unlock()
+		return
+	}
+	read := append(s.reads[dir], name)
+	s.reads[dir] = read
+	at, ok := s.fetched[parent]
+	below := dir != "" && ok && now.Sub(at) < siblingAgain
+	var d *siblingDir
+	if len(read) >= 2 || listed || below {
+		delete(s.reads, dir)
+		if len(s.fetched) >= siblingDirs {
+			clear(s.fetched)
+		}
+		s.fetched[dir] = now
+		d = &siblingDir{wake: make(chan struct{}, 1)}
+		s.active[dir] = d
+	} else if len(s.reads) > siblingDirs {
+		clear(s.reads)
+	}
+	s.mu.Unlock()
+	if d != nil {
+		go s.fetchDir(dir, d, read)
+	}
+}
+
+// fetchDir fetches the small files of dir the disk cache lacks, but those
+// readers read (read), keeping within the window of d's opens.
+func (s *siblings) fetchDir(dir string, d *siblingDir, read []string) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.active, dir)
+		s.mu.Unlock()
+	}()
+	ents, ok := s.f.dirs.List(dir)
+	if !ok {
+		return
+	}
+	started := int64(0)
+	for _, e := range ents {
+		a := e.Attr
+		if fileType(a) != syscall.S_IFREG || a.Size == 0 || a.Size > siblingMax ||
+			time.Since(a.Mtime) < racyWindow || !s.f.mayRead(a) || slices.Contains(read, e.Name) {
+			continue
+		}
+		if !s.waitWindow(d, started) {
+			return
+		}
+		p := join(dir, e.Name)
+		ce := s.f.contentEntry(p, a)
+		if ce == nil {
+			continue
+		}
+		if ce.Complete() {
+			ce.Release()
+			continue
+		}
+		k := fillKey{p, contentKey(a), 0}
+		fl, first := s.f.fills.start(k)
+		if !first { // a reader fetches it
+			ce.Release()
+			continue
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			s.f.fills.end(k, fl, s.ctx.Err())
+			ce.Release()
+			return
+		}
+		started++
+		go func() {
+			err := s.fetchFile(p, a, ce)
+			s.f.fills.end(k, fl, err)
+			ce.Release()
+			<-s.slots
+		}()
+	}
+}
+
+// waitWindow waits until a fetch of one more file keeps within
+// siblingWindow of d's opens; false when readers stopped opening files of
+// the directory or the mount ends.
+func (s *siblings) waitWindow(d *siblingDir, started int64) bool {
+	for started >= d.opened.Load()+siblingWindow {
+		idle := time.NewTimer(siblingIdle)
+		select {
+		case <-d.wake:
+			idle.Stop()
+		case <-idle.C:
+			return false
+		case <-s.ctx.Done():
+			idle.Stop()
+			return false
+		}
+	}
+	return s.ctx.Err() == nil
+}
+
+// fetchFile reads the file p, listed with attributes a, and stores it in ce.
+func (s *siblings) fetchFile(p string, a remote.Attr, ce *contentcache.Entry) error {
+	f, err := s.f.ns.Open(s.ctx, p, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close(context.Background())
+	buf := make([]byte, a.Size+1) // the extra byte shows a file grown
+	got := 0
+	for got < len(buf) {
+		n, err := f.ReadAt(s.ctx, buf[got:], int64(got))
+		got += n
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if got != int(a.Size) {
+		return errSiblingChanged
+	}
+	if err := ce.Fill(buf[:got], 0); err != nil {
+		s.f.log.Warn("disk cache fill", "err", err)
+		return err
+	}
+	return nil
+}
+
+// readSmall notes that the handle read its small file from the server.
+func (h *handle) readSmall() {
+	if p, ok := h.n.path(); ok {
+		h.n.fsys.sib.readFromServer(p)
+	}
+}
