@@ -52,6 +52,7 @@ var (
 	wRTTSeqReadBuf = &workload{id: "rtt-seq-read-buffered", title: "high RTT: fio seq read 1M buffered", unit: "MiB/s", higher: true, target: &target{ref: sshfsDefault, limit: 2.0}}
 	wRTTFind       = &workload{id: "rtt-find-cold", title: "high RTT: find ., cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.3}}
 	wRTTGit        = &workload{id: "rtt-git-status-cold", title: "high RTT: git status, cold", unit: "s", target: &target{ref: sshfsDefault, limit: 0.1}}
+	wRTTGrep       = &workload{id: "rtt-grep-cold", title: "high RTT: grep -r, cold", unit: "s"}
 
 	wWalk = &workload{id: "walk-wide", title: "find over the wide tree, cold", unit: "s"}
 	wRSS  = &workload{id: "rss-wide", title: "daemon VmRSS after the walk", unit: "MB", target: &target{limit: 150}}
@@ -62,7 +63,7 @@ var (
 var workloads = []*workload{
 	wSeqWrite, wSeqWriteNoWatch, wSeqRead, wSeqReadFill, wRandWrite, wRandRead,
 	wFindCold, wFindWarm, wLsCold, wLsWarm, wGitCold, wGitWarm, wGrepCold, wGrepWarm,
-	wRTTSeqRead, wRTTSeqReadBuf, wRTTFind, wRTTGit,
+	wRTTSeqRead, wRTTSeqReadBuf, wRTTFind, wRTTGit, wRTTGrep,
 	wCacheGitFirst, wCacheGitRemount, wCacheFindRemnt, wCacheGrepSecond,
 	wBuildFirst, wBuildSecond, wCachedReadPT, wCachedReadAuto,
 	wWalk, wRSS, wHWM,
