@@ -13,6 +13,7 @@ type hookRemote struct {
 	remote.Remote
 	readDirs, lstats, stats, opens, reads atomic.Int64
 	listed                                sync.Map // path → *atomic.Int64: READDIRs of that path
+	opened                                sync.Map // path → *atomic.Int64: OPENs of that path
 
 	readsMu sync.Mutex
 	readLog []readCall // every read of a file, in order
@@ -35,6 +36,14 @@ func (h *hookRemote) countListing(p string) {
 // listings returns how many READDIRs of path p were sent.
 func (h *hookRemote) listings(p string) int64 {
 	if c, ok := h.listed.Load(p); ok {
+		return c.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// opensOf returns how many OPENs of path p were sent.
+func (h *hookRemote) opensOf(p string) int64 {
+	if c, ok := h.opened.Load(p); ok {
 		return c.(*atomic.Int64).Load()
 	}
 	return 0
@@ -113,6 +122,8 @@ func (h *hookRemote) Stat(ctx context.Context, p string) (remote.Attr, error) {
 
 func (h *hookRemote) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
 	h.opens.Add(1)
+	c, _ := h.opened.LoadOrStore(p, new(atomic.Int64))
+	c.(*atomic.Int64).Add(1)
 	if err := h.failure("open", p); err != nil {
 		return nil, err
 	}

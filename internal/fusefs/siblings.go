@@ -30,7 +30,12 @@ import (
 // readahead does for pages, the fetch keeps at most siblingWindow files
 // ahead of the files readers opened in the directory since it began, and
 // ends once readers open none for siblingIdle: two files read in a large
-// directory cost at most a window of fetches.
+// directory cost at most a window of fetches. Once a directory a reader is
+// in has all its files under way, the first siblingAheadDirs of its
+// subdirectories whose listings are cached (a walk lists them ahead) are
+// fetched the same way, and theirs once the reader opens a file there: a
+// walk reading one small directory after another (most of a source tree)
+// then finds each one's files under way before it gets there.
 //
 // Only files the cached listing shows as regular, of at most siblingMax
 // bytes, not modified within racyWindow and readable by their mode bits
@@ -41,6 +46,9 @@ const (
 	siblingMax    = 256 << 10 // largest file fetched with its siblings
 	siblingSlots  = 8         // such fetches in flight, mount-wide
 	siblingWindow = 32        // files fetched ahead of the directory's opens
+	// siblingAheadDirs bounds the subdirectories fetched ahead of a
+	// reader, per directory it is in.
+	siblingAheadDirs = 16
 	siblingIdle   = 10 * time.Second
 	// siblingAgain: a directory's siblings are fetched again after this
 	// long, when readers read it from the server again.
@@ -62,10 +70,13 @@ type siblings struct {
 	mu sync.Mutex
 	// reads holds, per directory, the small files readers read from
 	// the server; fetched holds when a directory's siblings began to be
-	// fetched; active the directories being fetched.
+	// fetched; active the directories being fetched; waiting those
+	// fetched ahead of a reader, whose subdirectories are fetched once
+	// it opens a file there.
 	reads   map[string][]string
 	fetched map[string]time.Time
 	active  map[string]*siblingDir
+	waiting map[string]bool
 }
 
 // siblingDir is a directory whose files are being fetched.
@@ -76,7 +87,8 @@ type siblingDir struct {
 
 func newSiblings(f *filesys) *siblings {
 	s := &siblings{f: f, slots: make(chan struct{}, siblingSlots),
-		reads: map[string][]string{}, fetched: map[string]time.Time{}, active: map[string]*siblingDir{}}
+		reads: map[string][]string{}, fetched: map[string]time.Time{}, active: map[string]*siblingDir{},
+		waiting: map[string]bool{}}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s
 }
@@ -95,6 +107,8 @@ func (s *siblings) opened(p string) {
 	dir, _ := split(p)
 	s.mu.Lock()
 	d := s.active[dir]
+	arrived := s.waiting[dir]
+	delete(s.waiting, dir)
 	s.mu.Unlock()
 	if d != nil {
 		d.opened.Add(1)
@@ -102,6 +116,9 @@ func (s *siblings) opened(p string) {
 		case d.wake <- struct{}{}:
 		default:
 		}
+	}
+	if arrived {
+		s.ahead(dir)
 	}
 }
 
@@ -124,28 +141,81 @@ func (s *siblings) readFromServer(p string) {
 	var d *siblingDir
 	if len(read) >= 2 || listed || below {
 		delete(s.reads, dir)
-		if len(s.fetched) >= siblingDirs {
-			clear(s.fetched)
-		}
-		s.fetched[dir] = now
-		d = &siblingDir{wake: make(chan struct{}, 1)}
-		s.active[dir] = d
+		d = s.begin(dir, now)
 	} else if len(s.reads) > siblingDirs {
 		clear(s.reads)
 	}
 	s.mu.Unlock()
 	if d != nil {
-		go s.fetchDir(dir, d, read)
+		go s.fetchDir(dir, d, read, true)
+	}
+}
+
+// begin (mu held) records that the fetch of dir begins.
+func (s *siblings) begin(dir string, now time.Time) *siblingDir {
+	if len(s.fetched) >= siblingDirs {
+		clear(s.fetched)
+	}
+	s.fetched[dir] = now
+	d := &siblingDir{wake: make(chan struct{}, 1)}
+	s.active[dir] = d
+	return d
+}
+
+// ahead starts fetching the files of the first subdirectories of dir, a
+// directory a reader is in, whose listings are cached.
+func (s *siblings) ahead(dir string) {
+	ents, ok := s.f.dirs.List(dir)
+	if !ok {
+		return
+	}
+	started := 0
+	for _, e := range ents {
+		if started >= siblingAheadDirs {
+			return
+		}
+		if fileType(e.Attr) != syscall.S_IFDIR || e.Name == "." || e.Name == ".." {
+			continue
+		}
+		sub := join(dir, e.Name)
+		if _, ok := s.f.dirs.List(sub); !ok {
+			continue
+		}
+		now := time.Now()
+		s.mu.Lock()
+		at, ok := s.fetched[sub]
+		var d *siblingDir
+		if !(ok && now.Sub(at) < siblingAgain) && s.active[sub] == nil {
+			d = s.begin(sub, now)
+		}
+		s.mu.Unlock()
+		if d != nil {
+			started++
+			go s.fetchDir(sub, d, nil, false)
+		}
 	}
 }
 
 // fetchDir fetches the small files of dir the disk cache lacks, but those
-// readers read (read), keeping within the window of d's opens.
-func (s *siblings) fetchDir(dir string, d *siblingDir, read []string) {
+// readers read (read), keeping within the window of d's opens. Once all
+// are under way, the subdirectories come next: now if a reader is in dir
+// (in), otherwise once one opens a file there.
+func (s *siblings) fetchDir(dir string, d *siblingDir, read []string, in bool) {
+	whole := false
 	defer func() {
 		s.mu.Lock()
 		delete(s.active, dir)
+		in = in || d.opened.Load() > 0
+		if whole && !in {
+			if len(s.waiting) >= siblingDirs {
+				clear(s.waiting)
+			}
+			s.waiting[dir] = true
+		}
 		s.mu.Unlock()
+		if whole && in {
+			s.ahead(dir)
+		}
 	}()
 	ents, ok := s.f.dirs.List(dir)
 	if !ok {
@@ -191,6 +261,7 @@ func (s *siblings) fetchDir(dir string, d *siblingDir, read []string) {
 			<-s.slots
 		}()
 	}
+	whole = true
 }
 
 // waitWindow waits until a fetch of one more file keeps within

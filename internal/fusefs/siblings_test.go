@@ -197,3 +197,61 @@ func TestSiblingsWindow(t *testing.T) {
 		t.Fatalf("after reading %d more, %d files were read from the server, want %d", more, n, 1+siblingWindow+more)
 	}
 }
+
+// Once a directory's files are under way, the files of its
+// subdirectories whose listings are cached come next: a walker finds them
+// fetched when it gets there. A subdirectory fetched so has its own
+// subdirectories fetched once a reader opens a file in it.
+func TestSiblingsAheadOfWalk(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	files := map[string][]byte{}
+	for i, name := range []string{"a/f0", "a/f1", "a/b/g0", "a/b/g1", "a/c/h0", "a/b/d/k0", "a/b/d/k1"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files[name] = randomBytes(1500+10*i, int64(i))
+		writeOld(t, filepath.Join(dir, name), files[name], time.Hour)
+	}
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	check := func(name string) {
+		t.Helper()
+		if got := readAll(t, m.path(name)); !bytes.Equal(got, files[name]) {
+			t.Fatalf("%s differs", name)
+		}
+	}
+	total := func(names ...string) (n int64) {
+		for _, name := range names {
+			n += int64(len(files[name]))
+		}
+		return n
+	}
+	// Lookups list the directories, as a walk's listings ahead would.
+	for _, name := range []string{"a/b/g0", "a/c/h0", "a/b/d/k0"} {
+		if _, err := os.Stat(m.path(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.ReadDir(m.path("a")); err != nil {
+		t.Fatal(err)
+	}
+	check("a/f0")
+	waitFill(t, m, total("a/f0", "a/f1", "a/b/g0", "a/b/g1", "a/c/h0"))
+	if n := len(m.hook.readsOf("a/b/d/k0")); n != 0 {
+		t.Errorf("a/b/d fetched before a reader was in a/b (%d reads)", n)
+	}
+	// local reads names, fetched once each, from the disk cache; other
+	// files may be fetched meanwhile.
+	local := func(names ...string) {
+		t.Helper()
+		for _, name := range names {
+			check(name)
+			if o, r := m.hook.opensOf(name), len(m.hook.readsOf(name)); o != 1 || r != 1 {
+				t.Errorf("%s: %d OPENs and %d READs in all, want the fetch's one", name, o, r)
+			}
+		}
+	}
+	filled := m.cache.Stats().FillBytes
+	local("a/b/g0", "a/b/g1", "a/c/h0")
+	waitFill(t, m, filled+total("a/b/d/k0", "a/b/d/k1"))
+	local("a/b/d/k0", "a/b/d/k1")
+}
