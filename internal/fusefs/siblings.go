@@ -49,7 +49,7 @@ const (
 	// siblingAheadDirs bounds the subdirectories fetched ahead of a
 	// reader, per directory it is in.
 	siblingAheadDirs = 16
-	siblingIdle   = 10 * time.Second
+	siblingIdle      = 10 * time.Second
 	// siblingAgain: a directory's siblings are fetched again after this
 	// long, when readers read it from the server again.
 	siblingAgain = time.Minute
