@@ -102,8 +102,9 @@ func (f *filesys) forgetContent(p string) {
 }
 
 // openCached opens a handle served from the disk cache, or returns nil.
-// When the cache holds the whole file, the remote file is opened only if
-// a read finds a block bad. Otherwise it is opened now, as lazy.go
+// When the cache holds the whole file, or a fetch under way will store it
+// whole (fillsWhole), the remote file is opened only if a read needs it
+// (a block bad, that fetch failed). Otherwise it is opened now, as lazy.go
 // explains for first opens: a caught SIGINT or SIGTERM interrupts a
 // blocked open(2), while the kernel's readahead READs wait for fatal
 // signals only. It is opened now too when the remote user might not read
@@ -121,7 +122,7 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 		n.findStored(ctx, p, a)
 	}
 	h := &handle{n: n, ce: e, ck: contentKey(a)}
-	if !e.Complete() || !n.fsys.mayRead(a) {
+	if !e.Complete() && !n.fsys.fillsWhole(p, h.ck) || !n.fsys.mayRead(a) {
 		f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
 		if err != nil {
 			e.Release()
@@ -381,6 +382,17 @@ type fillKey struct {
 type fill struct {
 	done chan struct{}
 	err  error
+}
+
+// fillsWhole reports whether a fetch under way stores version v of p
+// whole: a file of at most one block, being fetched.
+func (f *filesys) fillsWhole(p string, v versionKey) bool {
+	if v.size > f.opts.Content.BlockSize() {
+		return false
+	}
+	f.fills.mu.Lock()
+	defer f.fills.mu.Unlock()
+	return f.fills.m[fillKey{p, v, 0}] != nil
 }
 
 func (fs *fills) start(k fillKey) (*fill, bool) {

@@ -26,6 +26,9 @@ type hookRemote struct {
 	readDir func(ctx context.Context, p string) ([]remote.DirEntry, error)
 	lstat   func(ctx context.Context, p string) (remote.Attr, error)
 	writeAt func(ctx context.Context, p []byte, off int64) (int, error)
+	// beforeRead, when set (at any time), runs before every read of a
+	// file, with its path.
+	beforeRead atomic.Pointer[func(p string)]
 }
 
 func (h *hookRemote) countListing(p string) {
@@ -142,6 +145,9 @@ type hookFile struct {
 
 func (f *hookFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	f.h.logRead(f.path, off, len(p))
+	if hook := f.h.beforeRead.Load(); hook != nil {
+		(*hook)(f.path)
+	}
 	return f.File.ReadAt(ctx, p, off)
 }
 
@@ -149,6 +155,9 @@ func (f *hookFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 // transport does, and reads into a new one otherwise.
 func (f *hookFile) ReadAtBuf(ctx context.Context, size int, off int64) ([]byte, func(), error) {
 	f.h.logRead(f.path, off, size)
+	if hook := f.h.beforeRead.Load(); hook != nil {
+		(*hook)(f.path)
+	}
 	if br, ok := f.File.(remote.BufferReader); ok {
 		return br.ReadAtBuf(ctx, size, off)
 	}

@@ -24,9 +24,10 @@ import (
 // directory a reader listed (grep -r, tar, cp -r list each directory
 // whose files they read) or of one right below a directory whose files
 // were fetched so, the directory's other small files are fetched into the
-// disk cache in the background, siblingSlots at a time, in the order of its listing
-// (the order readers get it in). The reader's next opens then find them
-// whole there and ask the server nothing (openCached). As the kernel's
+// disk cache in the background, siblingSlots at a time, in the order of
+// its listing (the order readers get it in). The reader's next opens then
+// find them whole there, or being fetched (fillsWhole), and ask the server
+// nothing (openCached). As the kernel's
 // readahead does for pages, the fetch keeps at most siblingWindow files
 // ahead of the files readers opened in the directory since it began, and
 // ends once readers open none for siblingIdle: two files read in a large
@@ -43,9 +44,11 @@ import (
 // an open would; one whose length is not the listing's is not stored.
 
 const (
-	siblingMax    = 256 << 10 // largest file fetched with its siblings
-	siblingSlots  = 8         // such fetches in flight, mount-wide
-	siblingWindow = 32        // files fetched ahead of the directory's opens
+	siblingMax = 256 << 10 // largest file fetched with its siblings
+	// siblingSlots: such fetches in flight, mount-wide. At 4 ms RTT, 8
+	// kept a walker waiting for most directories (docs/ARCHITECTURE.md).
+	siblingSlots  = 32
+	siblingWindow = 32 // files fetched ahead of the directory's opens
 	// siblingAheadDirs bounds the subdirectories fetched ahead of a
 	// reader, per directory it is in.
 	siblingAheadDirs = 16

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -254,4 +255,51 @@ func TestSiblingsAheadOfWalk(t *testing.T) {
 	local("a/b/g0", "a/b/g1", "a/c/h0")
 	waitFill(t, m, filled+total("a/b/d/k0", "a/b/d/k1"))
 	local("a/b/d/k0", "a/b/d/k1")
+}
+
+// A reader that opens a file whose fetch with its siblings is under way
+// sends no OPEN of its own: its read waits for that fetch and is answered
+// from the disk cache.
+func TestSiblingsOpenDuringFetch(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	files := map[string][]byte{}
+	for i := range 3 {
+		name := fmt.Sprintf("f%d", i)
+		files[name] = randomBytes(3000, int64(i))
+		writeOld(t, filepath.Join(dir, name), files[name], time.Hour)
+	}
+	m := mountDisk(t, dir, cacheDir, cache.Auto)
+	held, release := make(chan struct{}), make(chan struct{})
+	hold := func(p string) {
+		if p == "f1" {
+			close(held)
+			<-release
+		}
+	}
+	m.hook.beforeRead.Store(&hold)
+	if _, err := os.ReadDir(m.mnt); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, m.path("f0")) // starts the fetch of f1 and f2
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("f1 was not fetched")
+	}
+	f, err := os.Open(m.path("f1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n := m.hook.opensOf("f1"); n != 1 {
+		t.Errorf("f1 was opened %d times on the server, want the fetch's one", n)
+	}
+	time.AfterFunc(100*time.Millisecond, func() { close(release) })
+	got, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(got, files["f1"]) {
+		t.Fatalf("read of f1: %d bytes, %v", len(got), err)
+	}
+	if o, r := m.hook.opensOf("f1"), len(m.hook.readsOf("f1")); o != 1 || r != 1 {
+		t.Errorf("f1: %d OPENs and %d READs, want the fetch's one", o, r)
+	}
 }
