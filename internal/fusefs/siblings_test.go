@@ -24,6 +24,24 @@ func waitFill(t *testing.T, m *diskMount, want int64) {
 	}
 }
 
+// fileChecks returns a check that name reads through m as files holds it,
+// and the total size of names in files.
+func fileChecks(t *testing.T, m *diskMount, files map[string][]byte) (check func(string), total func(...string) int64) {
+	check = func(name string) {
+		t.Helper()
+		if got := readAll(t, m.path(name)); !bytes.Equal(got, files[name]) {
+			t.Fatalf("%s differs", name)
+		}
+	}
+	total = func(names ...string) (n int64) {
+		for _, name := range names {
+			n += int64(len(files[name]))
+		}
+		return n
+	}
+	return check, total
+}
+
 // Reading two small files of a directory from the server fetches its
 // other small files into the disk cache: the reader's next files are
 // opened and read without asking the server. Files too large or modified
@@ -62,19 +80,7 @@ func TestSiblingsFetchedAhead(t *testing.T) {
 	writeOld(t, filepath.Join(dir, "d/big"), randomBytes(siblingMax+1, 7), time.Hour)
 	mustWrite(t, filepath.Join(dir, "d/new"), []byte("just written"))
 	m := mountDisk(t, dir, cacheDir, cache.Auto)
-
-	check := func(name string) {
-		t.Helper()
-		if got := readAll(t, m.path(name)); !bytes.Equal(got, files[name]) {
-			t.Fatalf("%s differs", name)
-		}
-	}
-	total := func(names ...string) (n int64) {
-		for _, name := range names {
-			n += int64(len(files[name]))
-		}
-		return n
-	}
+	check, total := fileChecks(t, m, files)
 
 	// local reads names, which must all come from the disk cache.
 	local := func(what string, names []string) {
@@ -214,18 +220,7 @@ func TestSiblingsAheadOfWalk(t *testing.T) {
 		writeOld(t, filepath.Join(dir, name), files[name], time.Hour)
 	}
 	m := mountDisk(t, dir, cacheDir, cache.Auto)
-	check := func(name string) {
-		t.Helper()
-		if got := readAll(t, m.path(name)); !bytes.Equal(got, files[name]) {
-			t.Fatalf("%s differs", name)
-		}
-	}
-	total := func(names ...string) (n int64) {
-		for _, name := range names {
-			n += int64(len(files[name]))
-		}
-		return n
-	}
+	check, total := fileChecks(t, m, files)
 	// Lookups list the directories, as a walk's listings ahead would.
 	for _, name := range []string{"a/b/g0", "a/c/h0", "a/b/d/k0"} {
 		if _, err := os.Stat(m.path(name)); err != nil {
