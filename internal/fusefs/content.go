@@ -276,7 +276,7 @@ func (h *handle) fetchAs(ctx context.Context, e *contentcache.Entry, r contentca
 			}
 		}
 		if e.FillAsync(data, r.Off, func(err error) {
-			h.logFill(err)
+			h.n.fsys.logFill(err)
 			h.n.fsys.fills.end(k, fl, nil)
 			done()
 		}) {
@@ -290,14 +290,14 @@ func (h *handle) fetchAs(ctx context.Context, e *contentcache.Entry, r contentca
 
 // store puts data, the bytes at off, in e.
 func (h *handle) store(e *contentcache.Entry, data []byte, off int64) {
-	h.logFill(e.Fill(data, off))
+	h.n.fsys.logFill(e.Fill(data, off))
 }
 
 // logFill notes a failed store. The disk cache is best effort: the bytes
 // fetched answer the read, or the server does.
-func (h *handle) logFill(err error) {
+func (f *filesys) logFill(err error) {
 	if err != nil {
-		h.n.fsys.log.Warn("disk cache fill", "err", err)
+		f.log.Warn("disk cache fill", "err", err)
 	}
 }
 
@@ -331,22 +331,34 @@ func (h *handle) readRange(ctx context.Context, r contentcache.Range) ([]byte, f
 	} else {
 		buf = make([]byte, r.Len)
 	}
-	for got < len(buf) {
-		k, err := f.ReadAt(ctx, buf[got:], r.Off+int64(got))
-		got += k
-		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	k, err := readFull(ctx, f, buf[got:], r.Off+int64(got))
+	if err != nil {
+		return nil, nil, err
 	}
+	got += k
 	// A version's blocks are all there up to its size: a short read
 	// means the file shrank.
 	if got < len(buf) {
 		return nil, nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
 	}
 	return buf, release, nil
+}
+
+// readFull reads into b at off until b is full or the file ends, and
+// returns how much it read.
+func readFull(ctx context.Context, f remote.File, b []byte, off int64) (int, error) {
+	got := 0
+	for got < len(b) {
+		k, err := f.ReadAt(ctx, b[got:], off+int64(got))
+		got += k
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+			break
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
 }
 
 // cached returns the handle's disk cache entry, nil if it has none.

@@ -3,7 +3,6 @@ package fusefs
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -80,6 +79,7 @@ type siblings struct {
 	fetched map[string]time.Time
 	active  map[string]*siblingDir
 	waiting map[string]bool
+	tracked atomic.Int64 // len(active) + len(waiting), read without mu
 }
 
 // siblingDir is a directory whose files are being fetched.
@@ -107,11 +107,15 @@ func (s *siblings) stopAtUnmount(srv *fuse.Server) {
 // opened notes a reader's open of the file p, which moves the window of a
 // fetch of its directory.
 func (s *siblings) opened(p string) {
+	if s.tracked.Load() == 0 { // every open comes here: no lock while idle
+		return
+	}
 	dir, _ := split(p)
 	s.mu.Lock()
 	d := s.active[dir]
 	arrived := s.waiting[dir]
 	delete(s.waiting, dir)
+	s.track()
 	s.mu.Unlock()
 	if d != nil {
 		d.opened.Add(1)
@@ -133,14 +137,13 @@ func (s *siblings) readFromServer(p string) {
 	listed := s.f.pre.wasRead(dir)
 	now := time.Now()
 	s.mu.Lock()
-	if at, ok := s.fetched[dir]; ok && now.Sub(at) < siblingAgain || s.active[dir] != nil {
+	if s.recent(dir, now) || s.active[dir] != nil {
 		s.mu.Unlock()
 		return
 	}
 	read := append(s.reads[dir], name)
 	s.reads[dir] = read
-	at, ok := s.fetched[parent]
-	below := dir != "" && ok && now.Sub(at) < siblingAgain
+	below := dir != "" && s.recent(parent, now)
 	var d *siblingDir
 	if len(read) >= 2 || listed || below {
 		delete(s.reads, dir)
@@ -154,6 +157,13 @@ func (s *siblings) readFromServer(p string) {
 	}
 }
 
+// recent (mu held) reports whether the fetch of dir began within
+// siblingAgain of now.
+func (s *siblings) recent(dir string, now time.Time) bool {
+	at, ok := s.fetched[dir]
+	return ok && now.Sub(at) < siblingAgain
+}
+
 // begin (mu held) records that the fetch of dir begins.
 func (s *siblings) begin(dir string, now time.Time) *siblingDir {
 	if len(s.fetched) >= siblingDirs {
@@ -162,7 +172,13 @@ func (s *siblings) begin(dir string, now time.Time) *siblingDir {
 	s.fetched[dir] = now
 	d := &siblingDir{wake: make(chan struct{}, 1)}
 	s.active[dir] = d
+	s.track()
 	return d
+}
+
+// track (mu held) publishes how many directories opens must be noted for.
+func (s *siblings) track() {
+	s.tracked.Store(int64(len(s.active) + len(s.waiting)))
 }
 
 // ahead starts fetching the files of the first subdirectories of dir, a
@@ -186,9 +202,8 @@ func (s *siblings) ahead(dir string) {
 		}
 		now := time.Now()
 		s.mu.Lock()
-		at, ok := s.fetched[sub]
 		var d *siblingDir
-		if !(ok && now.Sub(at) < siblingAgain) && s.active[sub] == nil {
+		if !s.recent(sub, now) && s.active[sub] == nil {
 			d = s.begin(sub, now)
 		}
 		s.mu.Unlock()
@@ -215,6 +230,7 @@ func (s *siblings) fetchDir(dir string, d *siblingDir, read []string, in bool) {
 			}
 			s.waiting[dir] = true
 		}
+		s.track()
 		s.mu.Unlock()
 		if whole && in {
 			s.ahead(dir)
@@ -294,25 +310,16 @@ func (s *siblings) fetchFile(p string, a remote.Attr, ce *contentcache.Entry) er
 	}
 	defer f.Close(context.Background())
 	buf := make([]byte, a.Size+1) // the extra byte shows a file grown
-	got := 0
-	for got < len(buf) {
-		n, err := f.ReadAt(s.ctx, buf[got:], int64(got))
-		got += n
-		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	got, err := readFull(s.ctx, f, buf, 0)
+	if err != nil {
+		return err
 	}
 	if got != int(a.Size) {
 		return errSiblingChanged
 	}
-	if err := ce.Fill(buf[:got], 0); err != nil {
-		s.f.log.Warn("disk cache fill", "err", err)
-		return err
-	}
-	return nil
+	err = ce.Fill(buf[:got], 0)
+	s.f.logFill(err)
+	return err
 }
 
 // readSmall notes that the handle read its small file from the server.
