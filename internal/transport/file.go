@@ -452,7 +452,7 @@ func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int,
 	deadline := f.h.deadline(ctx)
 	got := 0
 	for got < size {
-		n, err := f.readRaw(ctx, deadline, l, l.b[got:size], off+int64(got))
+		n, short, err := f.readRaw(ctx, deadline, l, l.b[got:size], off+int64(got))
 		if errors.Is(err, errNoRaw) {
 			n, err = f.readOneSFTP(ctx, l, got, size, off)
 			return got + n, err
@@ -464,7 +464,7 @@ func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int,
 		if err != nil {
 			return got, err
 		}
-		if got < size && f.pastKnownEnd(ctx, off+int64(got)) {
+		if short && f.pastKnownEnd(ctx, off+int64(got)) {
 			return got, io.EOF
 		}
 	}
@@ -473,13 +473,14 @@ func (f *file) readOne(ctx context.Context, l *lease, size int, off int64) (int,
 
 // pastKnownEnd reports whether a short answer that ended at pos reached
 // the end of the file, so that no READ need ask what lies beyond: the
-// file was a regular file of pos bytes or fewer at open. A server answers
-// a READ no larger than the packet size it declared in full unless the
-// file ends (sftp-server reads a regular file with one pread), so the
-// short answer is the end, as a local read would find it. Files whose size
-// says nothing of their contents (/proc, size 0) are read on until the
-// server answers EOF. Waits for the attributes at open, which were asked
-// for before any read was sent.
+// file was a regular file of pos bytes or fewer at open, and this handle's
+// writes have not made it longer. A server answers a READ no larger than
+// the packet size it declared in full unless the file ends (sftp-server
+// reads a regular file with one pread), so the short answer is the end,
+// as a local read would find it; readRaw never asks for more. Files whose
+// size says nothing of their contents (/proc, size 0) are read on until
+// the server answers EOF. Waits for the attributes at open, which were
+// asked for before any read was sent.
 func (f *file) pastKnownEnd(ctx context.Context, pos int64) bool {
 	select {
 	case <-f.learned:
@@ -489,7 +490,7 @@ func (f *file) pastKnownEnd(ctx context.Context, pos int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.knownOK && f.known.Mode&syscall.S_IFMT == syscall.S_IFREG &&
-		f.known.Size > 0 && pos >= int64(f.known.Size)
+		f.known.Size > 0 && pos >= max(int64(f.known.Size), f.expSize)
 }
 
 // live returns the channel of a usable handle, with one request counted
@@ -546,12 +547,15 @@ func (f *file) writeRaw(ctx context.Context, l *lease, data []byte, off int64) e
 }
 
 // readRaw sends one READ past pkg/sftp, on a live handle, re-opening the
-// file after a transport failure; a short read is not an error.
-func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest []byte, off int64) (int, error) {
+// file after a transport failure; a short answer (short) is not an error.
+// It asks for at most one packet: a server cuts a larger READ to its
+// packet size, an answer that would look like the end of the file
+// (pastKnownEnd).
+func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest []byte, off int64) (n int, short bool, err error) {
 	for {
 		c, err := f.live(ctx, deadline)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		f.mu.Lock()
 		raw, ok := f.raws[c]
@@ -559,14 +563,15 @@ func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest [
 		f.mu.Unlock()
 		if !ok {
 			c.unbegin()
-			return 0, errNoRaw
+			return 0, false, errNoRaw
 		}
-		n, err := f.h.rawRead(ctx, deadline, c, raw, l, dest, off)
+		ask := dest[:min(len(dest), c.maxPacket)]
+		n, err := f.h.rawRead(ctx, deadline, c, raw, l, ask, off)
 		switch {
 		case (err == nil || isAnswer(err)) && !f.markRead(ep):
 			continue // answered from before a re-open that changed the reference
 		case final(err):
-			return n, err
+			return n, n < len(ask), err
 		}
 		c.kill(err)
 		f.drop(c)

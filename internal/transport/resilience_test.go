@@ -341,3 +341,51 @@ func TestRawReadTimeoutRecyclesChannel(t *testing.T) {
 		t.Fatalf("channel not replaced: %+v", h.Stats().Channels[0])
 	}
 }
+
+// A handle that grew its file past the size it was opened at reads back
+// all it wrote: a read of more than one packet is not cut at the first
+// packet's end. Both with the packet size the server answers in full, and
+// with a larger one that the server answers short in mid-file.
+func TestReadPastSizeAtOpen(t *testing.T) {
+	for _, packet := range []int{0, 64 << 10} {
+		h, _, dir := dialTest(t, 1, nil)
+		randomFile(t, filepath.Join(dir, "f"), 1000)
+		f, err := h.Remote().Open(bg, "f", os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-f.(*file).learned
+		if packet != 0 {
+			setMaxPacket(h, packet) // twice what this server answers
+		}
+		want := make([]byte, 200_000)
+		rand.New(rand.NewSource(7)).Read(want)
+		if n, err := f.WriteAt(bg, want, 0); n != len(want) || err != nil {
+			t.Fatalf("write: %d %v", n, err)
+		}
+		for _, off := range []int{0, 1000, 40_000} {
+			got := make([]byte, 150_000)
+			n, err := f.ReadAt(bg, got, int64(off))
+			if n != len(got) || err != nil || !bytes.Equal(got, want[off:off+n]) {
+				t.Errorf("packet %d: read of %d at %d: %d bytes, %v, equal %v",
+					packet, len(got), off, n, err, bytes.Equal(got[:n], want[off:off+n]))
+			}
+		}
+		f.Close(bg)
+	}
+}
+
+// A read-only handle of a file that grew on the server since it was
+// opened reads the new bytes too, as a local read would: a read of more
+// than one packet is not cut at the first packet's end.
+func TestReadFileGrownOnServer(t *testing.T) {
+	h, _, dir := dialTest(t, 1, nil)
+	randomFile(t, filepath.Join(dir, "f"), 1000)
+	f := openRead(t, h, "f")
+	want := randomFile(t, filepath.Join(dir, "f"), 200_000)
+	got := make([]byte, 150_000)
+	n, err := f.ReadAt(bg, got, 0)
+	if n != len(got) || err != nil || !bytes.Equal(got, want[:n]) {
+		t.Errorf("read of %d: %d bytes, %v, equal %v", len(got), n, err, bytes.Equal(got[:n], want[:n]))
+	}
+}
