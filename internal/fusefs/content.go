@@ -421,6 +421,30 @@ func (fs *fills) start(k fillKey) (*fill, bool) {
 	return fl, true
 }
 
+// settle waits until no fetch of version v of p is under way: until
+// what its readers were answered is stored too, or ctx ends.
+func (fs *fills) settle(ctx context.Context, p string, v versionKey) {
+	for {
+		var fl *fill
+		fs.mu.Lock()
+		for k, f := range fs.m {
+			if k.path == p && k.version == v {
+				fl = f
+				break
+			}
+		}
+		fs.mu.Unlock()
+		if fl == nil {
+			return
+		}
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 func (fs *fills) end(k fillKey, fl *fill, err error) {
 	fs.mu.Lock()
 	delete(fs.m, k)

@@ -197,7 +197,11 @@ func (n *node) streamDigest(ctx context.Context, p string) (sum [32]byte, errno 
 	}
 	hash.Sum(sum[:0])
 	// The entry hashes its blocks in the background once complete; the
-	// claim lets the next ask be answered now, and is checked then.
+	// claim lets the next ask be answered now, and is checked then. The
+	// last blocks read may still be on their way to the disk cache.
+	if e := h.cached(); e != nil {
+		n.fsys.fills.settle(ctx, p, h.ck)
+	}
 	if e := h.cached(); e != nil && e.Complete() {
 		if _, known := e.Digest(); !known {
 			e.SetDigest(sum)
