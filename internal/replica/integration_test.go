@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/metrics"
 	"strings"
@@ -256,15 +257,35 @@ func TestSSHKillDuringWrite(t *testing.T) {
 	heap := watchHeap()
 	defer heap.stop()
 	begin := time.Now()
-	f, err := os.Create(filepath.Join(ss.mnt, "out"))
+	// The data goes through dd, a process of its own. This process serves
+	// the mount: had it the file open, the ssh it starts in place of the
+	// killed connection would close its copy of the descriptor at exec,
+	// which sends a FLUSH, which waits for the writes, which wait for that
+	// connection. No real mount meets that deadlock: its daemon has no
+	// file of its own mount open.
+	out := filepath.Join(ss.mnt, "out")
+	dd := exec.Command("dd", "of="+out, "bs=1M", "iflag=fullblock", "status=none")
+	in, err := dd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	var ddErr bytes.Buffer
+	dd.Stderr = &ddErr
+	if err := dd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer dd.Process.Kill()
 	h := sha256.New()
-	pw := &progressWriter{w: io.MultiWriter(f, h), mark: size / 3, reached: make(chan struct{})}
+	pw := &progressWriter{w: io.MultiWriter(in, h), mark: size / 3, reached: make(chan struct{})}
 	done := make(chan error, 1)
-	go func() { done <- stream(pw, 9, size) }()
+	go func() {
+		err := stream(pw, 9, size)
+		in.Close()
+		if werr := dd.Wait(); err == nil && werr != nil {
+			err = fmt.Errorf("dd: %v: %s", werr, bytes.TrimSpace(ddErr.Bytes()))
+		}
+		done <- err
+	}()
 	select {
 	case <-pw.reached:
 	case err := <-done:
@@ -287,7 +308,12 @@ func TestSSHKillDuringWrite(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("write did not finish after the kill")
 	}
+	f, err := os.OpenFile(out, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Sync(); err != nil {
+		f.Close()
 		t.Fatalf("fsync: %v", err)
 	}
 	if err := f.Close(); err != nil {
