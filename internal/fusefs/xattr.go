@@ -201,9 +201,7 @@ func (n *node) streamDigest(ctx context.Context, p string) (sum [32]byte, errno 
 	// last blocks read may still be on their way to the disk cache.
 	if e := h.cached(); e != nil {
 		n.fsys.fills.settle(ctx, p, h.ck)
-	}
-	if e := h.cached(); e != nil && e.Complete() {
-		if _, known := e.Digest(); !known {
+		if _, known := e.Digest(); !known && e.Complete() {
 			e.SetDigest(sum)
 		}
 	}

@@ -547,11 +547,11 @@ func (f *file) writeRaw(ctx context.Context, l *lease, data []byte, off int64) e
 }
 
 // readRaw sends one READ past pkg/sftp, on a live handle, re-opening the
-// file after a transport failure; a short answer (short) is not an error.
-// It asks for at most one packet: a server cuts a larger READ to its
-// packet size, an answer that would look like the end of the file
-// (pastKnownEnd).
-func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest []byte, off int64) (n int, short bool, err error) {
+// file after a transport failure. It returns the bytes read and whether
+// the answer was short, which is not an error. It asks for at most one
+// packet: a server cuts a larger READ to its packet size, an answer that
+// would look like the end of the file (pastKnownEnd).
+func (f *file) readRaw(ctx context.Context, deadline time.Time, l *lease, dest []byte, off int64) (int, bool, error) {
 	for {
 		c, err := f.live(ctx, deadline)
 		if err != nil {
