@@ -68,4 +68,3 @@ func EventuallyNoError(t testing.TB, what string, check func() error) {
 		t.Fatalf("after %v: still not %s: %v", Patience(), what, last)
 	}
 }
-
