@@ -96,3 +96,55 @@ run_procs() {
 		fi
 	done
 }
+
+# ensure_fusectl mounts the FUSE control file system when root can and it is
+# not mounted yet: its abort files are the only way to free a process that
+# waits on a FUSE daemon that will never answer.
+ensure_fusectl() {
+	[ -d /sys/fs/fuse/connections ] || return 0
+	mountpoint -q /sys/fs/fuse/connections && return 0
+	[ "$(id -u)" = 0 ] || return 0
+	mount -t fusectl fusectl /sys/fs/fuse/connections 2>/dev/null || true
+}
+
+# fuse_conns prints the numbers of the live FUSE connections, one per line.
+fuse_conns() {
+	local c
+	for c in /sys/fs/fuse/connections/[0-9]*; do
+		[ -e "$c" ] && echo "${c##*/}"
+	done
+	return 0
+}
+
+# fuse_conn_mount N prints the mount point of FUSE connection N, if it is
+# still mounted (a FUSE mount's device minor is its connection number).
+fuse_conn_mount() {
+	awk -v dev="0:$1" '$3 == dev { print $5; exit }' /proc/self/mountinfo
+}
+
+# new_fuse_conns DIR BEFORE... prints, on one line, every FUSE connection
+# that is not among BEFORE and is either mounted below DIR or no longer
+# mounted at all (lazily unmounted, its daemon gone or stuck): what a test
+# run made and left.
+new_fuse_conns() {
+	local dir=$1 c m out=()
+	shift
+	for c in $(fuse_conns); do
+		[[ " $* " == *" $c "* ]] && continue
+		m=$(fuse_conn_mount "$c")
+		if [ -z "$m" ] || [[ $m == "$dir/"* ]]; then
+			out+=("$c")
+		fi
+	done
+	echo "${out[*]}"
+}
+
+# abort_fuse_conns N...: aborts FUSE connections: every request waiting on
+# them fails with ENOTCONN, and the processes that waited go on.
+abort_fuse_conns() {
+	local c
+	for c in "$@"; do
+		echo "aborting FUSE connection $c" >&2
+		echo 1 >"/sys/fs/fuse/connections/$c/abort" 2>/dev/null || true
+	done
+}

@@ -4,7 +4,10 @@
 # mount and no process behind. Installs its own Debian dependencies.
 #
 # SSHFSM_TEST_PKGS narrows the tests (not the other checks) to some packages;
-# SSHFSM_TEST_TIMEOUT changes go test's -timeout (default 20m).
+# SSHFSM_TEST_TIMEOUT changes go test's -timeout (default 20m); past
+# SSHFSM_TEST_GUARD (default 60m) the whole test step is stopped: the FUSE
+# connections the run made are aborted, which frees any process stuck on one,
+# so that a hung test fails the run instead of hanging it.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -13,12 +16,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEST_TIMEOUT=${SSHFSM_TEST_TIMEOUT:-20m}
+TEST_GUARD=${SSHFSM_TEST_GUARD:-60m}
 read -r -a TEST_PKGS <<<"${SSHFSM_TEST_PKGS:-./...}"
 
 need_go
 # gcc and libc6-dev: the race detector needs cgo.
 ensure_packages openssh-server openssh-client fuse3 sshfs fio git ca-certificates gcc libc6-dev
 ensure_fuse
+ensure_fusectl
 export CGO_ENABLED=1
 
 # Everything the tests create lives below RUN_DIR, and every process they
@@ -29,6 +34,7 @@ RUN_DIR=$(cd "$RUN_DIR" && pwd -P)
 export SSHFSM_TEST_SCRIPT_RUN="$$-$RANDOM"
 RUN_MARKER="SSHFSM_TEST_SCRIPT_RUN=$SSHFSM_TEST_SCRIPT_RUN"
 before_sshfsm_mounts=$(sshfsm_mounts)
+before_fuse_conns=$(fuse_conns | tr '\n' ' ')
 
 remove_run_dir() {
 	# Never delete through a mount.
@@ -69,8 +75,37 @@ check_gofmt() {
 	return 1
 }
 
+# guard SECONDS STOPFILE: unless STOPFILE appears first, after SECONDS aborts
+# the FUSE connections the run made, so that nothing waits on them forever.
+guard() {
+	local i
+	for ((i = 0; i < $1; i += 5)); do
+		sleep 5
+		[ -e "$2" ] && return 0
+	done
+	echo "guard: the tests still run after $TEST_GUARD; aborting the FUSE connections they made" >&2
+	# shellcheck disable=SC2046,SC2086 # lists of numbers
+	abort_fuse_conns $(new_fuse_conns "$RUN_DIR" $before_fuse_conns)
+}
+
+# seconds DURATION converts 90s, 20m or 1h to seconds.
+seconds() {
+	case $1 in
+	*h) echo $((${1%h} * 3600)) ;;
+	*m) echo $((${1%m} * 60)) ;;
+	*s) echo "${1%s}" ;;
+	*) echo "$1" ;;
+	esac
+}
+
 run_tests() {
-	TMPDIR=$RUN_DIR go test -race -count=1 -timeout "$TEST_TIMEOUT" "${TEST_PKGS[@]}"
+	local stop=$RUN_DIR/.tests-ended rc=0 guard_pid
+	guard "$(seconds "$TEST_GUARD")" "$stop" &
+	guard_pid=$!
+	TMPDIR=$RUN_DIR go test -race -count=1 -timeout "$TEST_TIMEOUT" "${TEST_PKGS[@]}" || rc=$?
+	touch "$stop"
+	wait "$guard_pid" 2>/dev/null || true
+	return $rc
 }
 
 # check_leftovers reports, then removes, what the tests left behind.
@@ -93,6 +128,23 @@ check_leftovers() {
 			echo "warning: new fuse.sshfsm mount during the tests: $m" >&2
 		fi
 	done
+	# A connection outlives its mount only while a daemon or a waiting
+	# process still holds it; once every test process has ended, give the
+	# kernel a moment to release the rest, then abort what is left: a
+	# process stuck on a connection never ends by itself.
+	local left
+	for _ in $(seq 1 30); do
+		# shellcheck disable=SC2086 # a list of numbers
+		left=$(new_fuse_conns "$RUN_DIR" $before_fuse_conns)
+		[ -z "$left" ] && break
+		sleep 0.5
+	done
+	if [ -n "$left" ]; then
+		echo "left behind: FUSE connections $left" >&2
+		# shellcheck disable=SC2086 # a list of numbers
+		abort_fuse_conns $left
+		bad=1
+	fi
 	local pids=()
 	while read -r pid cmd; do
 		[ -n "$pid" ] || continue
