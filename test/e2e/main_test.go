@@ -120,14 +120,14 @@ func (m *Mount) start(t *testing.T) {
 		m.startForeground(t)
 		return
 	}
-	bin := binary(t) // building it first is not part of the 30s
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	bin := binary(t) // building it first is not part of the wait
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience())
 	defer cancel()
 	args := append(append([]string(nil), m.args...), m.Dir)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("%s did not return within 30s: %s", cmd, out)
+		t.Fatalf("%s did not return within %v: %s", cmd, testenv.Patience(), out)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", cmd, err, out)
@@ -150,10 +150,12 @@ func (m *Mount) unmount(t *testing.T) {
 	if pid == 0 {
 		return
 	}
-	if !waitExit(pid, 10*time.Second) {
-		t.Errorf("daemon %d still runs 10s after unmounting %s; killing it", pid, m.Dir)
+	// The daemon stores what it fetched last into the disk cache before it
+	// exits, which takes its time on a loaded machine.
+	if !waitExit(pid, testenv.Patience()) {
+		t.Errorf("daemon %d still runs %v after unmounting %s; killing it", pid, testenv.Patience(), m.Dir)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-		waitExit(pid, 5*time.Second)
+		waitExit(pid, testenv.Patience())
 	}
 }
 
@@ -185,16 +187,7 @@ func (m *Mount) daemonPID() int {
 
 // waitExit polls until pid no longer runs (testenv.Alive), at most d.
 func waitExit(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if !testenv.Alive(pid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testenv.PollFor(d, func() bool { return !testenv.Alive(pid) })
 }
 
 // Path joins names below the mountpoint.

@@ -265,8 +265,8 @@ func TestNonRootMount(t *testing.T) {
 		t.Fatalf("%s is still mounted after fusermount3 -u as uid %d", mnt, nobody)
 	}
 	for _, p := range append([]int{pid}, kids...) {
-		if !waitExit(p, 10*time.Second) {
-			t.Errorf("process %d (%s) still runs 10s after the unmount", p, cmdline(p))
+		if !waitExit(p, testenv.Patience()) {
+			t.Errorf("process %d (%s) still runs long after the unmount", p, cmdline(p))
 		}
 	}
 }
@@ -333,7 +333,7 @@ func TestNonRootAllowOtherRefused(t *testing.T) {
 	if testenv.MountedAt(mnt) {
 		t.Errorf("%s is mounted although the mount command failed", mnt)
 	}
-	if pid := daemonOf(u.bin, mnt); pid != 0 && !waitExit(pid, 10*time.Second) {
-		t.Errorf("daemon %d (%s) still runs 10s after the failed mount", pid, cmdline(pid))
+	if pid := daemonOf(u.bin, mnt); pid != 0 && !waitExit(pid, testenv.Patience()) {
+		t.Errorf("daemon %d (%s) still runs long after the failed mount", pid, cmdline(pid))
 	}
 }
