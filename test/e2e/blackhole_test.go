@@ -212,7 +212,7 @@ func TestAbortedConnectionEndsDaemon(t *testing.T) {
 	}
 	connections := fusectl(t)
 	p, sshArgs, dest := proxied(t, h, netproxy.Options{})
-	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=60", "prefetch_depth=0"}})
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=600", "prefetch_depth=0"}})
 	var st unix.Stat_t
 	if err := unix.Stat(m.Dir, &st); err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestAbortedConnectionEndsDaemon(t *testing.T) {
 		t.Errorf("reader printed %q after the abort, want its open or read to fail", got)
 	}
 	if !waitExit(pid, testenv.Patience()) {
-		t.Fatalf("daemon %d still runs long after its connection was aborted (the call's timeout is 60s)", pid)
+		t.Fatalf("daemon %d still runs long after its connection was aborted (the call's timeout is 600s)", pid)
 	}
 	t.Logf("daemon ended %v after the abort", time.Since(aborted).Round(time.Millisecond))
 }
