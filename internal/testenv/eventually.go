@@ -68,3 +68,21 @@ func EventuallyNoError(t testing.TB, what string, check func() error) {
 		t.Fatalf("after %v: still not %s: %v", Patience(), what, last)
 	}
 }
+
+// Returns runs fn and fails the test when it has not returned within
+// Patience: the check that a call fails fast instead of waiting for a host
+// or a timeout. Give the code under test no timeout of its own, or one
+// longer than Patience, so that only failing fast passes.
+func Returns(t testing.TB, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(Patience()):
+		t.Fatalf("%s: still waiting after %v", what, Patience())
+	}
+}
