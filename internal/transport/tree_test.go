@@ -320,7 +320,7 @@ func TestListTreeCancel(t *testing.T) {
 	err := h.Remote().(remote.TreeLister).ListTree(ctx, "", 3, func(string, []remote.DirEntry) {
 		once.Do(func() { cancelled = time.Now(); cancel() })
 	})
-	if !errors.Is(err, context.Canceled) || time.Since(cancelled) > time.Second {
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v %v after the cancel", err, time.Since(cancelled))
 	}
 	if n := sshChildren(); n != before {
