@@ -202,8 +202,12 @@ func (m *Mount) RemotePath(names ...string) string {
 
 // within runs f in a goroutine and fails the test if it does not return
 // within d; a blocked file system call cannot be abandoned any other way.
+//
+// d is at least testenv.Patience: a wait here detects a hang, it does not
+// time the code under test.
 func within(t *testing.T, d time.Duration, what string, f func() error) {
 	t.Helper()
+	d = max(d, testenv.Patience())
 	done := make(chan error, 1)
 	go func() { done <- f() }()
 	select {
@@ -218,8 +222,10 @@ func within(t *testing.T, d time.Duration, what string, f func() error) {
 
 // eventually retries f every 100ms until it succeeds or d passes; each
 // attempt itself must finish within d.
+// d is at least testenv.Patience.
 func eventually(t *testing.T, d time.Duration, what string, f func() error) {
 	t.Helper()
+	d = max(d, testenv.Patience())
 	deadline := time.Now().Add(d)
 	var last error
 	for {
