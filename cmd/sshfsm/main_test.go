@@ -152,6 +152,20 @@ func TestInformational(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "sshfsm version ") {
 		t.Errorf("--version: exit %d, output %q", r.code, r.stdout)
 	}
+	version := r.stdout
+	r = sshfsm(t, 10*time.Second, "help")
+	if r.code != 0 || r.stdout != config.Help() || r.stderr != "" {
+		t.Errorf("help: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = sshfsm(t, 10*time.Second, "version")
+	if r.code != 0 || r.stdout != version {
+		t.Errorf("version: exit %d, output %q, want %q", r.code, r.stdout, version)
+	}
+	// With more arguments, help is a host name like any other.
+	r = sshfsm(t, 10*time.Second, "help", "mnt")
+	if r.code == 0 || r.stdout == config.Help() {
+		t.Errorf("help mnt: exit %d; want the error of a bad remote directory", r.code)
+	}
 }
 
 // freePort returns a TCP port on 127.0.0.1 that nothing listens on.

@@ -26,6 +26,12 @@ func run(args []string) config.ExitCode {
 	if len(args) > 0 && args[0] == "warm" {
 		return runWarm(args[1:])
 	}
+	if config.IsBareSubcommand(args, "help") {
+		args = []string{"--help"}
+	}
+	if config.IsBareSubcommand(args, "version") {
+		args = []string{"--version"}
+	}
 	cfg, err := config.Parse(args)
 	if err != nil {
 		return fail(os.Stderr, err)

@@ -22,7 +22,9 @@ type SubSwitch struct {
 }
 
 // Usage is the subcommand's usage line.
-func (s Subcommand) Usage() string { return "sshfsm " + s.Name + " " + s.argsUsage() }
+func (s Subcommand) Usage() string {
+	return strings.TrimSpace("sshfsm " + s.Name + " " + s.argsUsage())
+}
 
 // argsUsage is the usage line after the name: switches other than help,
 // then the positional arguments.
@@ -67,7 +69,20 @@ func Subcommands() []Subcommand {
 			"Ctrl-C stops at once; what was fetched stays cached. " +
 			"Exit status: 0 when everything was fetched; 1 for a usage error or when some files could not be read (each is named on stderr, at most 10); " +
 			"2 when a path is not inside an sshfsm mount; 130 when interrupted.",
+	}, {
+		Name: "help",
+		Help: "Print the help (the same as sshfsm --help) and exit.",
+	}, {
+		Name: "version",
+		Help: "Print the version (the same as sshfsm --version) and exit.",
 	}}
+}
+
+// IsBareSubcommand reports whether args are exactly one of the subcommands
+// that take no arguments (help, version). A mount names at least a source
+// and a mountpoint, so "sshfsm help" alone cannot be one.
+func IsBareSubcommand(args []string, name string) bool {
+	return len(args) == 1 && args[0] == name
 }
 
 // WarmArgs is a parsed sshfsm warm command line.
