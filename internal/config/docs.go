@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Prose shared by --help, the man page and the README.
+// Prose shared by --help, the man page and docs/options.md.
 const (
 	usageLine       = "sshfsm [options] BRANCH... MOUNTPOINT"
 	configUsageLine = "sshfsm [options] --config FILE|NAME [MOUNTPOINT]"
