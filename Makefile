@@ -1,10 +1,10 @@
-# Targets: build, test, lint, bench, demo, demo-stop, man, clean.
+# Targets: build, test, lint, bench, demo, demo-stop, man, docs, clean.
 # `make test` is scripts/test.sh: the same checks run locally and in CI.
 
 GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test lint bench demo demo-stop man clean
+.PHONY: all build test lint bench demo demo-stop man docs clean
 
 all: build
 
@@ -30,6 +30,10 @@ demo-stop:
 
 man: build
 	./sshfsm --man > docs/sshfsm.1.tmp && mv docs/sshfsm.1.tmp docs/sshfsm.1
+
+# docs/sshfsm.1 and docs/options.md, from the option declarations.
+docs:
+	$(GO) test ./internal/config -run TestDocs -update
 
 clean:
 	-bash scripts/demo.sh stop

@@ -33,7 +33,8 @@ type config struct {
 	groups     map[string]bool
 	tools      map[string]bool
 	sshfsmBin  string
-	out        string
+	out        string // directory of results.json and the charts
+	page       string // the results page: results.md in out, or docs/benchmarks.md
 	keep       bool
 
 	replicaMiB  int64   // size of each file of the replica workload
@@ -58,7 +59,8 @@ func parseFlags() *config {
 	groups := flag.String("groups", "fio,meta,rtt,cache,rss,replica,union", "workload groups to run")
 	tools := flag.String("tools", "sshfs-default,sshfs-tuned,sshfsm,local", "tools to run")
 	flag.StringVar(&c.sshfsmBin, "sshfsm", "", "sshfsm binary (default: build ./cmd/sshfsm)")
-	flag.StringVar(&c.out, "out", "", "results directory (default bench/results/<date>[-quick])")
+	flag.StringVar(&c.out, "out", "", "write results.md, results.json and the charts to this directory "+
+		"(default: the results page docs/benchmarks.md with docs/benchmarks/; -quick: bench/results/quick)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the served data directory after the run")
 	flag.Parse()
 
@@ -82,14 +84,22 @@ func parseFlags() *config {
 	c.replicaMiB = pick(*replicaMiB, 64, 16)
 	c.groups = set(*groups)
 	c.tools = set(*tools)
-	if c.out == "" {
-		name := time.Now().Format("2006-01-02")
-		if c.quick {
-			name += "-quick"
-		}
-		c.out = filepath.Join("bench", "results", name)
-	}
+	c.out, c.page = outputPaths(c.out, c.quick)
 	return c
+}
+
+// outputPaths returns where a run writes its charts and raw samples, and
+// its results page. A full run with no -out regenerates the repository's
+// results page; a quick run, a smoke test, goes to a directory git ignores.
+func outputPaths(out string, quick bool) (dir, page string) {
+	switch {
+	case out != "":
+		return out, filepath.Join(out, "results.md")
+	case quick:
+		dir = filepath.Join("bench", "results", "quick")
+		return dir, filepath.Join(dir, "results.md")
+	}
+	return filepath.Join("docs", "benchmarks"), filepath.Join("docs", "benchmarks.md")
 }
 
 func set(list string) map[string]bool {

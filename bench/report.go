@@ -225,8 +225,24 @@ func (r *results) markdown() string {
 			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(s, "\n", " "))
 		}
 	}
-	b.WriteString("\nCharts: one PNG per workload next to this file (bars: medians; error bars: min–max). Raw samples: results.json.\n")
+	r.writeChartLinks(&b)
 	return b.String()
+}
+
+// writeChartLinks shows the charts on the results page, with links
+// relative to the page.
+func (r *results) writeChartLinks(b *strings.Builder) {
+	rel, err := filepath.Rel(filepath.Dir(r.c.page), r.c.out)
+	if err != nil || r.c.page == "" {
+		rel = r.c.out
+	}
+	link := func(name string) string { return filepath.ToSlash(filepath.Join(rel, name)) }
+	b.WriteString("\n## Charts\n\nBars: medians; error bars: min–max. Raw samples: [results.json](" + link("results.json") + ").\n\n")
+	for _, w := range workloads {
+		if len(r.samples[w.id]) > 0 {
+			fmt.Fprintf(b, "![%s](%s)\n", r.title(w), link(w.id+".png"))
+		}
+	}
 }
 
 // countCheck reports whether every tool saw the same number of entries.
@@ -289,14 +305,15 @@ func machine() []string {
 	return out
 }
 
-// write prints the table and writes results.md, results.json and charts.
+// write prints the table and writes the results page, results.json and
+// the charts.
 func (r *results) write() error {
 	if err := os.MkdirAll(r.c.out, 0o755); err != nil {
 		return err
 	}
 	md := r.markdown()
 	fmt.Print(md)
-	if err := os.WriteFile(filepath.Join(r.c.out, "results.md"), []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(r.c.page, []byte(md), 0o644); err != nil {
 		return err
 	}
 	if err := r.writeJSON(filepath.Join(r.c.out, "results.json")); err != nil {
@@ -305,7 +322,7 @@ func (r *results) write() error {
 	if err := r.charts(r.c.out); err != nil {
 		return err
 	}
-	logf("wrote %s", r.c.out)
+	logf("wrote %s and %s", r.c.page, r.c.out)
 	return nil
 }
 

@@ -104,3 +104,36 @@ func TestChartsAndReport(t *testing.T) {
 		}
 	}
 }
+
+func TestOutputPaths(t *testing.T) {
+	for _, tc := range []struct {
+		out       string
+		quick     bool
+		dir, page string
+	}{
+		{"", false, "docs/benchmarks", "docs/benchmarks.md"},
+		{"", true, "bench/results/quick", "bench/results/quick/results.md"},
+		{"/tmp/x", false, "/tmp/x", "/tmp/x/results.md"},
+	} {
+		dir, page := outputPaths(tc.out, tc.quick)
+		if dir != tc.dir || page != tc.page {
+			t.Errorf("outputPaths(%q, %v) = %q, %q; want %q, %q", tc.out, tc.quick, dir, page, tc.dir, tc.page)
+		}
+	}
+}
+
+// TestChartLinks: the results page shows each chart by a path relative to
+// the page.
+func TestChartLinks(t *testing.T) {
+	r := testResults(map[string]map[string][]float64{wSeqRead.id: {sshfsmKey: {300}}})
+	r.c.out, r.c.page = outputPaths("", false)
+	md := r.markdown()
+	for _, want := range []string{"(benchmarks/seq-read.png)", "[results.json](benchmarks/results.json)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results page lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "find-cold.png") {
+		t.Error("results page links a chart of a workload that was not measured")
+	}
+}

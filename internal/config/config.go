@@ -1,7 +1,7 @@
 // Package config turns sshfsm's command line, and the config file it may
 // name, into a typed Config; it holds the one declaration of every option,
 // branch form and config file key, from which parsing, --help, the man page
-// and the README reference are all produced.
+// and docs/options.md are all produced.
 //
 // The data model: a Config holds Branches in priority order. A Branch is a
 // union branch (Name "") or a graft (Name set), served by one Endpoint or by

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Section groups options in --help, the man page and the README.
+// Section groups options in --help, the man page and docs/options.md.
 type Section int
 
 // Sections, in documentation order.

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// The BRANCHES and CONFIGURATION FILE parts of --help, the man page and the
-// README, from BranchForms, FileKeys and ExampleFile.
+// The BRANCHES and CONFIGURATION FILE parts of --help, the man page and
+// docs/options.md, from BranchForms, FileKeys and ExampleFile.
 
 func writeBranchesHelp(b *strings.Builder) {
 	b.WriteString("Branches:\n")
@@ -58,28 +58,20 @@ func writeFileMan(b *strings.Builder) {
 	b.WriteString(".fi\n.PP\n" + roff(exampleMeaning()) + "\n")
 }
 
-// Markers delimiting the generated branch and config file reference in
-// README.md.
-const (
-	ReadmeFileBegin = "<!-- config:begin -->"
-	ReadmeFileEnd   = "<!-- config:end -->"
-)
-
-// ReadmeFile returns the Markdown reference of the branch forms and the
-// config file that README.md holds between ReadmeFileBegin and
-// ReadmeFileEnd.
-func ReadmeFile() string {
-	var b strings.Builder
-	b.WriteString("<!-- Generated from internal/config; regenerate with: go test ./internal/config -run TestDocs -update -->\n\n")
-	fmt.Fprintf(&b, "Usage: `%s`, or `%s`\n\n", usageLine, configUsageLine)
-	b.WriteString("| BRANCH | Meaning |\n|---|---|\n")
+// writeBranchesDoc writes the branch forms of docs/options.md.
+func writeBranchesDoc(b *strings.Builder) {
+	b.WriteString("\n## Branches\n\n| BRANCH | Meaning |\n|---|---|\n")
 	for _, f := range BranchForms() {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", f.Form, md(f.Help))
+		fmt.Fprintf(b, "| `%s` | %s |\n", f.Form, md(f.Help))
 	}
 	for _, p := range branchParas() {
 		b.WriteString("\n" + md(p) + "\n")
 	}
-	b.WriteString("\n#### Configuration file\n\n")
+}
+
+// writeFileDoc writes the configuration file reference of docs/options.md.
+func writeFileDoc(b *strings.Builder) {
+	b.WriteString("\n## Configuration file\n\n")
 	for _, p := range fileParas() {
 		b.WriteString(md(p) + "\n\n")
 	}
@@ -89,10 +81,9 @@ func ReadmeFile() string {
 		if t == TableTop {
 			heading = t.Heading()
 		}
-		fmt.Fprintf(&b, "\n%s: %s\n\n| Key | Type | Meaning |\n|---|---|---|\n", heading, md(t.Intro()))
+		fmt.Fprintf(b, "\n%s: %s\n\n| Key | Type | Meaning |\n|---|---|---|\n", heading, md(t.Intro()))
 		for _, k := range fileKeysIn(t) {
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Name, k.Type, md(k.Help))
+			fmt.Fprintf(b, "| `%s` | %s | %s |\n", k.Name, k.Type, md(k.Help))
 		}
 	}
-	return b.String()
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Prose shared by --help, the man page and the README.
+// Prose shared by --help, the man page and docs/options.md.
 const (
 	usageLine       = "sshfsm [options] BRANCH... MOUNTPOINT"
 	configUsageLine = "sshfsm [options] --config FILE|NAME [MOUNTPOINT]"
@@ -24,7 +24,7 @@ func descriptionParas() []string {
 			"or exits with one line on stderr and a non-zero status (see EXIT STATUS). " +
 			"With -f or -d it stays in the foreground. Unmount with fusermount3 -u mountpoint " +
 			"(or umount as root), or send SIGINT or SIGTERM to the sshfsm process.",
-		"Requests never hang: each one is limited by timeout=, after which it fails with an I/O error.",
+		"Requests never hang: each one is limited by timeout=, after which it fails with ETIMEDOUT (Connection timed out).",
 	}
 }
 

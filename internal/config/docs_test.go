@@ -10,62 +10,49 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/sshfsm.1 and the README option table")
+var update = flag.Bool("update", false, "rewrite docs/sshfsm.1 and docs/options.md")
 
 func repoFile(name string) string { return filepath.Join("..", "..", name) }
 
-// TestDocs checks that the committed man page and README option table are
-// the generator's output; -update rewrites them.
+// TestDocs checks that the committed man page and option reference are the
+// generator's output; -update rewrites them.
 func TestDocs(t *testing.T) {
-	man := repoFile("docs/sshfsm.1")
-	readme := repoFile("README.md")
-	old, err := os.ReadFile(readme)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	newReadme, err := UpdateReadme(string(old))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.WriteFile(man, []byte(ManPage()), 0o644); err != nil {
-			t.Fatal(err)
+	for _, doc := range []struct{ path, want string }{
+		{"docs/sshfsm.1", ManPage()},
+		{"docs/options.md", OptionsDoc()},
+	} {
+		path := repoFile(doc.path)
+		if *update {
+			if err := os.WriteFile(path, []byte(doc.want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
-		if err := os.WriteFile(readme, []byte(newReadme), 0o644); err != nil {
-			t.Fatal(err)
+		if got, err := os.ReadFile(path); err != nil || string(got) != doc.want {
+			t.Errorf("%s is not what internal/config generates (err %v); "+
+				"regenerate with: go test ./internal/config -run TestDocs -update", doc.path, err)
 		}
-		return
-	}
-	const how = "; regenerate with: go test ./internal/config -run TestDocs -update"
-	if got, err := os.ReadFile(man); err != nil || string(got) != ManPage() {
-		t.Errorf("docs/sshfsm.1 differs from sshfsm --man (err %v)%s", err, how)
-	}
-	if string(old) != newReadme {
-		t.Errorf("README.md option table is not current%s", how)
 	}
 }
 
-func TestUpdateReadme(t *testing.T) {
-	got, err := UpdateReadme("# sshfsm\n\nintro\n")
-	if err != nil || !strings.HasPrefix(got, "# sshfsm\n\nintro\n\n## Options\n\n"+ReadmeBegin+"\n") ||
-		!strings.Contains(got, ReadmeEnd+"\n\n## Several directories in one mountpoint\n\n"+ReadmeFileBegin+"\n") ||
-		!strings.HasSuffix(got, ReadmeFileEnd+"\n") {
-		t.Fatalf("appending the sections: %q, %v", got, err)
+// TestOptionsDocComplete: every option, alias, switch and config file key
+// has its row in docs/options.md.
+func TestOptionsDocComplete(t *testing.T) {
+	doc := OptionsDoc()
+	for _, o := range Options() {
+		if !strings.Contains(doc, "| `-o "+md(optionNames(o))+"` |") {
+			t.Errorf("docs/options.md lacks -o %s", o.Name)
+		}
 	}
-	stale := strings.Replace(got, "| `-o ro` |", "| `-o stale` |", 1)
-	stale = strings.Replace(stale, "| `ro` | boolean |", "| `rw` | boolean |", 1)
-	if stale == got {
-		t.Fatal("the test's stale text is not in the generated README")
+	for _, s := range Switches() {
+		if !strings.Contains(doc, "| `"+md(switchNames(s))+"` |") {
+			t.Errorf("docs/options.md lacks %v", s.Names)
+		}
 	}
-	round, err := UpdateReadme(stale + "tail\n")
-	if err != nil || round != got+"tail\n" {
-		t.Errorf("replacing between the markers lost or kept text: %v", err)
-	}
-	if _, err := UpdateReadme("x " + ReadmeEnd + " " + ReadmeBegin); err == nil {
-		t.Error("markers out of order: no error")
-	}
-	if _, err := UpdateReadme(ReadmeBegin + ReadmeEnd + ReadmeFileBegin); err == nil {
-		t.Error("config end marker missing: no error")
+	for _, k := range FileKeys() {
+		if !strings.Contains(doc, "| `"+k.Name+"` |") {
+			t.Errorf("docs/options.md lacks the config file key %s", k.Name)
+		}
 	}
 }
 
@@ -170,24 +157,52 @@ func TestExamplesParse(t *testing.T) {
 	if n < 5 {
 		t.Errorf("%d sshfsm examples, expected the man page to show at least 5", n)
 	}
-	// The README's hand-written examples of several branches too.
+	// The README's hand-written command lines too.
 	readme, err := os.ReadFile(repoFile("README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(readme), "## Several directories in one mountpoint\n")
-	sec, _, _ = strings.Cut(sec, ReadmeFileBegin)
 	n = 0
-	for _, l := range strings.Split(sec, "\n") {
-		cmd, _, _ := strings.Cut(l, "#")
-		if args := strings.Fields(cmd); len(args) > 0 && args[0] == "sshfsm" {
-			n++
-			if _, err := Parse(args[1:]); err != nil {
-				t.Errorf("README example %q: %v", l, err)
-			}
+	for _, args := range readmeCommands(string(readme)) {
+		if isSubcommand(args[1]) {
+			continue
+		}
+		n++
+		if _, err := Parse(args[1:]); err != nil {
+			t.Errorf("README example %q: %v", strings.Join(args, " "), err)
 		}
 	}
-	if !ok || n == 0 {
-		t.Error("README.md has no examples under \"Several directories in one mountpoint\"")
+	if n < 5 {
+		t.Errorf("README.md shows %d sshfsm mount commands in its sh blocks, expected at least 5", n)
 	}
+}
+
+// readmeCommands returns the sshfsm command lines of the ```sh blocks of a
+// Markdown text, split into words, comments removed.
+func readmeCommands(text string) [][]string {
+	var cmds [][]string
+	inSh := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inSh = !inSh && strings.TrimPrefix(l, "```") == "sh"
+			continue
+		}
+		if !inSh {
+			continue
+		}
+		cmd, _, _ := strings.Cut(l, "#")
+		if args := strings.Fields(cmd); len(args) > 1 && args[0] == "sshfsm" {
+			cmds = append(cmds, args)
+		}
+	}
+	return cmds
+}
+
+func isSubcommand(arg string) bool {
+	for _, s := range Subcommands() {
+		if s.Name == arg {
+			return true
+		}
+	}
+	return false
 }

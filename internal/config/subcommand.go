@@ -7,7 +7,7 @@ import (
 
 // Subcommand is the one declaration of a command that its first argument
 // selects instead of mounting (sshfsm status ...). --help, the man page
-// and the README are produced from it.
+// and docs/options.md are produced from it.
 type Subcommand struct {
 	Name     string
 	Args     string // positional arguments, as in a usage line
@@ -238,9 +238,9 @@ func writeSubcommandsMan(b *strings.Builder) {
 	}
 }
 
-// writeSubcommandsReadme writes the Commands part of the README reference.
-func writeSubcommandsReadme(b *strings.Builder) {
-	b.WriteString("\n#### Commands\n\n| Command | Description |\n|---|---|\n")
+// writeSubcommandsDoc writes the Commands part of docs/options.md.
+func writeSubcommandsDoc(b *strings.Builder) {
+	b.WriteString("\n## Commands\n\n| Command | Description |\n|---|---|\n")
 	for _, s := range Subcommands() {
 		fmt.Fprintf(b, "| `%s` | %s |\n", s.Usage(), md(s.Help))
 		for _, sw := range s.Switches {

@@ -36,8 +36,8 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
-// Every subcommand is documented in --help, the man page and the README
-// reference.
+// Every subcommand is documented in --help, the man page and
+// docs/options.md.
 func TestSubcommandsDocumented(t *testing.T) {
 	for _, s := range Subcommands() {
 		if !strings.Contains(Help(), "       "+s.Usage()+"\n") || !strings.Contains(Help(), "\n    "+s.Name+" ") {
@@ -46,8 +46,8 @@ func TestSubcommandsDocumented(t *testing.T) {
 		if !strings.Contains(ManPage(), ".B sshfsm "+s.Name+"\n") || !strings.Contains(ManPage(), roff(s.Help)) {
 			t.Errorf("man page lacks %s", s.Name)
 		}
-		if !strings.Contains(ReadmeOptions(), "| `"+s.Usage()+"` |") {
-			t.Errorf("README reference lacks %s", s.Name)
+		if !strings.Contains(OptionsDoc(), "| `"+s.Usage()+"` |") {
+			t.Errorf("docs/options.md lacks %s", s.Name)
 		}
 		for _, sw := range s.Switches {
 			if !strings.Contains(SubcommandHelp(s.Name), strings.Join(sw.Names, ", ")) {

@@ -45,7 +45,7 @@ import (
 const (
 	siblingMax = 256 << 10 // largest file fetched with its siblings
 	// siblingSlots: such fetches in flight, mount-wide. At 4 ms RTT, 8
-	// kept a walker waiting for most directories (docs/ARCHITECTURE.md).
+	// kept a walker waiting for most directories.
 	siblingSlots  = 32
 	siblingWindow = 32 // files fetched ahead of the directory's opens
 	// siblingAheadDirs bounds the subdirectories fetched ahead of a
