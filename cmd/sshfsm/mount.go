@@ -50,6 +50,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err := checkAllowOther(cfg, os.Geteuid(), fuseConf); err != nil {
 		return nil, err
 	}
+	warnPermissions(cfg, log)
 	if err := absolutize(cfg); err != nil {
 		return nil, err
 	}
@@ -213,6 +214,7 @@ func mountOptions(cfg *config.Config) fusefs.MountOptions {
 		DefaultPermissions: cfg.FUSE.DefaultPermissions,
 		Debug:              cfg.Debug,
 		MaxWrite:           cfg.FUSE.MaxWrite,
+		Flags:              cfg.FUSE.MountFlags,
 	}
 }
 

@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"sshfsm/internal/mountinfo"
+	"sshfsm/internal/testenv"
+)
+
+// openSearchUpTo gives others search permission on dir and every directory
+// above it until the test ends, so that another uid can reach a mountpoint
+// below a test's temporary directory.
+func openSearchUpTo(t *testing.T, dir string) {
+	t.Helper()
+	for p := dir; p != "/"; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o001 != 0 {
+			continue
+		}
+		mode := fi.Mode().Perm()
+		if err := os.Chmod(p, mode|0o001); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(p, mode) })
+	}
+}
+
+// asNobody runs name as uid nobody and returns its combined output.
+func asNobody(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestAllowOtherHoldsOthersToModes: with allow_other, another local user
+// cannot read a file the mount shows as 0600 and owned by someone else,
+// nor write one it may only read: allow_other implies default_permissions.
+// With nodefault_permissions, the server decides alone (as the remote user).
+func TestAllowOtherHoldsOthersToModes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: to mount with allow_other without user_allow_other, and to run as another uid")
+	}
+	h := testenv.StartHost(t, "127.0.0.2")
+	if err := os.Chmod(h.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"secret": 0o600, "public": 0o644} {
+		if err := os.WriteFile(filepath.Join(h.Dir, name), []byte(name), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(h.Dir, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	m := mount(t, h, mountSpec{opts: []string{"allow_other"}})
+	openSearchUpTo(t, m.Dir)
+	if out, err := asNobody("cat", m.Path("public")); err != nil || out != "public" {
+		t.Fatalf("uid %d reading a 0644 file: %q, %v; want its content (the mount must let others in)", nobody, out, err)
+	}
+	if out, err := asNobody("cat", m.Path("secret")); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Errorf("uid %d reading a 0600 file of uid %d through allow_other: %q, %v; want Permission denied",
+			nobody, os.Getuid(), out, err)
+	}
+	if out, err := asNobody("sh", "-c", `printf x >>"$1"`, "sh", m.Path("public")); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Errorf("uid %d appending to a 0644 file of uid %d: %q, %v; want Permission denied", nobody, os.Getuid(), out, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(h.Dir, "public")); string(got) != "public" {
+		t.Errorf("public on the server is %q after another uid tried to append", got)
+	}
+
+	opt := mount(t, h, mountSpec{opts: []string{"allow_other", "nodefault_permissions"}})
+	openSearchUpTo(t, opt.Dir)
+	if out, err := asNobody("cat", opt.Path("secret")); err != nil || out != "secret" {
+		t.Errorf("with nodefault_permissions, uid %d reading the 0600 file: %q, %v; want the server to decide (it may)", nobody, out, err)
+	}
+}
+
+// TestMountFlagsReachKernel: mount(8)'s flags given with -o are in the
+// mount table, with nosuid and nodev always, and noexec holds: a script
+// on the server cannot be run through the mount.
+func TestMountFlagsReachKernel(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	script := filepath.Join(h.Dir, "run.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	m := mount(t, h, mountSpec{opts: []string{"noexec", "noatime"}})
+	checkFlags(t, m.Dir, "noexec", "noatime", "nosuid", "nodev")
+	out, err := exec.Command(m.Path("run.sh")).CombinedOutput()
+	if !errors.Is(err, syscall.EACCES) {
+		t.Errorf("running a server-side script through a noexec mount: %q, %v; want EACCES", out, err)
+	}
+
+	// Without noexec, the same script runs: the test above can fail.
+	plain := mount(t, h, mountSpec{})
+	checkFlags(t, plain.Dir, "nosuid", "nodev")
+	if out, err := exec.Command(plain.Path("run.sh")).CombinedOutput(); err != nil || string(out) != "ran\n" {
+		t.Errorf("running the script through a mount without noexec: %q, %v", out, err)
+	}
+}
+
+// TestNonRootMountFlags: an ordinary user's mount goes through fusermount3,
+// which must get the flags too.
+func TestNonRootMountFlags(t *testing.T) {
+	requireUserMounts(t)
+	h, u, cfg, mnt := userMountSetup(t)
+	u.must(t, u.bin, "-F", cfg, "-o", "noexec,sync", h.Alias+":"+h.Dir, mnt)
+	checkFlags(t, mnt, "noexec", "nosuid", "nodev")
+	if m, _ := mountinfo.At(mnt); !strings.Contains(","+m.Options+","+m.Super+",", ",sync,") {
+		t.Errorf("mount at %s: options %q, superblock %q; want sync in one", mnt, m.Options, m.Super)
+	}
+}
+
+// TestUnknownMountFlagRefused: a flag sshfsm cannot pass on fails the
+// mount, naming it, instead of being dropped.
+func TestUnknownMountFlagRefused(t *testing.T) {
+	out, err := exec.Command(binary(t), "-o", "nosymfollow", "h:", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "nosymfollow") {
+		t.Errorf("mount with -o nosymfollow: %v, %q; want a failure naming the option", err, out)
+	}
+}
+
+// checkFlags fails the test unless the mount at dir has every per-mount
+// option in want.
+func checkFlags(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	m, ok := mountinfo.At(dir)
+	if !ok {
+		t.Fatalf("nothing mounted at %s", dir)
+	}
+	for _, w := range want {
+		if !strings.Contains(","+m.Options+",", ","+w+",") {
+			t.Errorf("mount at %s has options %q, want %s among them", dir, m.Options, w)
+		}
+	}
+}
