@@ -7,6 +7,7 @@ import (
 	"sshfsm/internal/cache"
 	"sshfsm/internal/config"
 	"sshfsm/internal/contentcache"
+	"sshfsm/internal/privdir"
 )
 
 // cacheDir is the disk cache's directory: cache_dir= (made absolute: the
@@ -16,6 +17,28 @@ func cacheDir(cfg *config.Config) (string, error) {
 		return filepath.Abs(cfg.Cache.Dir)
 	}
 	return cache.DefaultDir()
+}
+
+// secureCacheDir creates the disk cache's directory (0700) when it is
+// missing and refuses one that another local user planted, may change, or
+// may swap through a directory above it: the cache's contents are served
+// as the servers' files, and its snapshots say what the servers hold.
+// cfg.Cache.Dir becomes the directory with its links resolved, which every
+// later use takes. Without a home to put the default in, the disk cache is
+// left to openContentCache's warning.
+func secureCacheDir(cfg *config.Config) error {
+	if !cfg.Cache.Disk {
+		return nil
+	}
+	dir, err := cacheDir(cfg)
+	if err != nil {
+		return nil
+	}
+	if dir, err = privdir.Resolve(dir, privdir.NoOthersWrite); err != nil {
+		return config.Errorf(config.ExitUsage, "disk cache directory: %v (or mount with -o nodisk_cache)", err)
+	}
+	cfg.Cache.Dir = dir
+	return nil
 }
 
 // openContentCache opens the disk cache of file contents, nil when it is

@@ -54,6 +54,9 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err := absolutize(cfg); err != nil {
 		return nil, err
 	}
+	if err := secureCacheDir(cfg); err != nil {
+		return nil, err
+	}
 	ids, err := fileIDMap(cfg.IDMap)
 	if err != nil {
 		return nil, err

@@ -147,3 +147,53 @@ func checkFlags(t *testing.T, dir string, want ...string) {
 		}
 	}
 }
+
+// TestCacheDirChecked: the disk cache's directory is created private when
+// missing, and a mount refuses one that another local user could have
+// planted or could change, directly or through a directory above it.
+func TestCacheDirChecked(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	base := t.TempDir()
+	mkdir := func(name string, mode os.FileMode) string {
+		dir := filepath.Join(base, name)
+		if err := os.Mkdir(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	refused := map[string]string{}
+	refused[mkdir("group", 0o770)] = "others may change it"
+	refused[filepath.Join(mkdir("loose", 0o777), "cache")] = "others could replace what it holds"
+	if os.Geteuid() == 0 {
+		theirs := mkdir("theirs", 0o700)
+		if err := os.Chown(theirs, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+		refused[theirs] = "not by you"
+	}
+	mnt := mkdir("mnt", 0o755)
+	for dir, want := range refused {
+		args := append(h.SSHArgs(), "-o", "cache_dir="+dir, h.Alias+":"+h.Dir, mnt)
+		out, err := exec.Command(binary(t), args...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), want) ||
+			!strings.Contains(string(out), "disk cache directory") {
+			t.Errorf("mount with cache_dir=%s: %v, %q; want exit status 1 and an error saying %q", dir, err, out, want)
+		}
+		if testenv.MountedAt(mnt) {
+			testenv.Unmount(mnt)
+			t.Fatalf("mounted with cache_dir=%s", dir)
+		}
+	}
+
+	fresh := filepath.Join(base, "new", "cache")
+	mount(t, h, mountSpec{opts: []string{"cache_dir=" + fresh}})
+	for _, d := range []string{filepath.Dir(fresh), fresh} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s after the mount: %v, %v; want a directory of mode 0700", d, fi, err)
+		}
+	}
+}
