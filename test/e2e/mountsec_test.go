@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sshfsm/internal/mountinfo"
+	"sshfsm/internal/privdir"
 	"sshfsm/internal/testenv"
 )
 
@@ -196,4 +197,71 @@ func TestCacheDirChecked(t *testing.T) {
 			t.Errorf("%s after the mount: %v, %v; want a directory of mode 0700", d, fi, err)
 		}
 	}
+}
+
+// TestCrashLeftoversSwept: a daemon killed with SIGKILL leaves its status
+// socket (and sidecar) and the socket directory of its ssh master behind;
+// the next mount removes them.
+func TestCrashLeftoversSwept(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	// Short: a socket path holds at most 107 bytes.
+	tmp, err := os.MkdirTemp("/tmp", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	run := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	left := func() []string {
+		ctl, _ := filepath.Glob(filepath.Join(tmp, "sshfsm-ctl-*"))
+		socks, _ := filepath.Glob(filepath.Join(run, "sshfsm", "*"))
+		return append(ctl, socks...)
+	}
+
+	crashed := mount(t, h, mountSpec{})
+	pid := crashed.daemonPID()
+	if pid == 0 {
+		t.Fatal("no daemon serving", crashed.Dir)
+	}
+	before := left()
+	if len(before) < 3 {
+		t.Fatalf("while mounted: %q; want the socket directory of the ssh master, the status socket and its sidecar", before)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the killed daemon is gone", func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+	if err := testenv.Unmount(crashed.Dir); err != nil {
+		t.Fatal(err)
+	}
+	// Its ssh master sees the connection end and exits; its socket, if
+	// left, then refuses connections.
+	ctl, _ := filepath.Glob(filepath.Join(tmp, "sshfsm-ctl-*", "*"))
+	testenv.Eventually(t, "the ssh master of the killed daemon exits", func() bool {
+		for _, s := range ctl {
+			if _, stale := privdir.StaleSocket(s); !stale && !os.IsNotExist(lstatErr(s)) {
+				return false
+			}
+		}
+		return true
+	})
+	if got := left(); len(got) != len(before) {
+		t.Fatalf("after the kill: %q; want what the daemon left, %q", got, before)
+	}
+
+	mount(t, h, mountSpec{})
+	now := left()
+	for _, p := range before {
+		for _, n := range now {
+			if n == p {
+				t.Errorf("%s, left by the killed daemon, is still there after the next mount", p)
+			}
+		}
+	}
+}
+
+func lstatErr(path string) error {
+	_, err := os.Lstat(path)
+	return err
 }
