@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"path/filepath"
 
@@ -24,18 +25,24 @@ func cacheDir(cfg *config.Config) (string, error) {
 // may swap through a directory above it: the cache's contents are served
 // as the servers' files, and its snapshots say what the servers hold.
 // cfg.Cache.Dir becomes the directory with its links resolved, which every
-// later use takes. Without a home to put the default in, the disk cache is
-// left to openContentCache's warning.
-func secureCacheDir(cfg *config.Config) error {
+// later use takes. A directory that cannot be made (no home, a read-only
+// one) turns the disk cache off with a warning, as before there was a
+// check: the mount works without it.
+func secureCacheDir(cfg *config.Config, log *slog.Logger) error {
 	if !cfg.Cache.Disk {
 		return nil
 	}
 	dir, err := cacheDir(cfg)
-	if err != nil {
-		return nil
+	if err == nil {
+		dir, err = privdir.Resolve(dir, privdir.NoOthersWrite)
 	}
-	if dir, err = privdir.Resolve(dir, privdir.NoOthersWrite); err != nil {
+	switch {
+	case errors.Is(err, privdir.ErrUnsafe):
 		return config.Errorf(config.ExitUsage, "disk cache directory: %v (or mount with -o nodisk_cache)", err)
+	case err != nil:
+		log.Warn("disk cache off: file contents are read from the servers only", "err", err)
+		cfg.Cache.Disk = false
+		return nil
 	}
 	cfg.Cache.Dir = dir
 	return nil

@@ -54,7 +54,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err := absolutize(cfg); err != nil {
 		return nil, err
 	}
-	if err := secureCacheDir(cfg); err != nil {
+	if err := secureCacheDir(cfg, log); err != nil {
 		return nil, err
 	}
 	ids, err := fileIDMap(cfg.IDMap)

@@ -19,6 +19,21 @@ const Private fs.FileMode = 0o077
 // which a user may choose to share for reading).
 const NoOthersWrite fs.FileMode = 0o022
 
+// ErrUnsafe is wrapped by the errors of Check, Make and Resolve that
+// refuse a directory another local user could have planted or could change
+// (as opposed to one that could not be made or read).
+var ErrUnsafe = errors.New("directory another user could change")
+
+// unsafeError is a refusal; its message says what to do.
+type unsafeError struct{ msg string }
+
+func (e *unsafeError) Error() string        { return e.msg }
+func (e *unsafeError) Is(target error) bool { return target == ErrUnsafe }
+
+func unsafe(format string, args ...any) error {
+	return &unsafeError{fmt.Sprintf(format, args...)}
+}
+
 // Make creates dir, and any missing parent, with mode 0700 unless it
 // exists, then checks it with Check.
 func Make(dir string, forbid fs.FileMode) error {
@@ -88,17 +103,17 @@ func Check(dir string, forbid fs.FileMode) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory (%v); remove it", dir, fi.Mode().Type())
+		return unsafe("%s is not a directory (%v); remove it", dir, fi.Mode().Type())
 	case !ok:
-		return fmt.Errorf("%s: no owner information", dir)
+		return unsafe("%s: no owner information", dir)
 	case int(st.Uid) != os.Getuid():
-		return fmt.Errorf("%s is owned by uid %d, not by you (uid %d); remove it", dir, st.Uid, os.Getuid())
+		return unsafe("%s is owned by uid %d, not by you (uid %d); remove it", dir, st.Uid, os.Getuid())
 	case fi.Mode().Perm()&forbid == 0:
 		return nil
 	case forbid == Private:
-		return fmt.Errorf("%s has mode %04o, not private; chmod 700 %s", dir, fi.Mode().Perm(), dir)
+		return unsafe("%s has mode %04o, not private; chmod 700 %s", dir, fi.Mode().Perm(), dir)
 	}
-	return fmt.Errorf("%s has mode %04o: others may change it; chmod go-w %s", dir, fi.Mode().Perm(), dir)
+	return unsafe("%s has mode %04o: others may change it; chmod go-w %s", dir, fi.Mode().Perm(), dir)
 }
 
 // checkParent refuses a directory in which someone else could rename or
@@ -113,11 +128,11 @@ func checkParent(dir string) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !ok:
-		return fmt.Errorf("%s: no owner information", dir)
+		return unsafe("%s: no owner information", dir)
 	case st.Uid != 0 && int(st.Uid) != os.Getuid():
-		return fmt.Errorf("%s is owned by uid %d, neither you (uid %d) nor root: it could replace what it holds; use another directory", dir, st.Uid, os.Getuid())
+		return unsafe("%s is owned by uid %d, neither you (uid %d) nor root: it could replace what it holds; use another directory", dir, st.Uid, os.Getuid())
 	case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
-		return fmt.Errorf("%s has mode %04o: others could replace what it holds; use another directory", dir, fi.Mode().Perm())
+		return unsafe("%s has mode %04o: others could replace what it holds; use another directory", dir, fi.Mode().Perm())
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package privdir
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,9 +88,13 @@ func TestResolveRefuses(t *testing.T) {
 		cases[mine] = "is owned by uid 65534, neither you"
 	}
 	for dir, want := range cases {
-		if got, err := Resolve(dir, NoOthersWrite); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Resolve(%s) = %q, %v; want an error saying %q", dir, got, err, want)
+		if got, err := Resolve(dir, NoOthersWrite); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrUnsafe) {
+			t.Errorf("Resolve(%s) = %q, %v; want an ErrUnsafe saying %q", dir, got, err, want)
 		}
+	}
+	// A directory that cannot be made is an error, not a refusal.
+	if _, err := Resolve(filepath.Join(file, "cache"), NoOthersWrite); err == nil || errors.Is(err, ErrUnsafe) {
+		t.Errorf("below a file: %v; want an error other than ErrUnsafe", err)
 	}
 	// Sticky like /tmp: only an entry's owner may remove or rename it.
 	sticky := mkdir(t, filepath.Join(base, "sticky"), 0o777)
