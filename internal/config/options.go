@@ -87,7 +87,9 @@ func sshOptions() []Option {
 func mountOptions() []Option {
 	s := SecMount
 	return append([]Option{
-		flagOpt("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root).",
+		flagOpt("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root). "+
+			"Implies default_permissions: the kernel checks every access, yours too, against the modes and owners shown, "+
+			"so show your remote files as yours (idmap=user, or uid= and gid=).",
 			func(c *Config) { c.FUSE.AllowOther = true }),
 		flagOpt("allow_root", s, "Allow root, besides the mounting user, to access the mount.",
 			func(c *Config) { c.FUSE.AllowRoot = true }),

@@ -78,7 +78,20 @@ func TestAllowOtherHoldsOthersToModes(t *testing.T) {
 		t.Errorf("public on the server is %q after another uid tried to append", got)
 	}
 
-	opt := mount(t, h, mountSpec{opts: []string{"allow_other", "nodefault_permissions"}})
+	// The opt-out works, and the mount command says what it costs.
+	opt := &Mount{Dir: filepath.Join(t.TempDir(), "mnt"), Remote: h.Dir, Host: h,
+		args: append(h.SSHArgs(), "-o", "allow_other,nodefault_permissions", h.Alias+":"+h.Dir)}
+	if err := os.Mkdir(opt.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { opt.unmount(t) })
+	out, err := exec.Command(binary(t), append(opt.args, opt.Dir)...).CombinedOutput()
+	if err != nil || !testenv.MountedAt(opt.Dir) {
+		t.Fatalf("mount with allow_other,nodefault_permissions: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "nodefault_permissions") || !strings.Contains(string(out), "every local user") {
+		t.Errorf("mount with allow_other,nodefault_permissions printed %q; want a warning naming the risk", out)
+	}
 	openSearchUpTo(t, opt.Dir)
 	if out, err := asNobody("cat", opt.Path("secret")); err != nil || out != "secret" {
 		t.Errorf("with nodefault_permissions, uid %d reading the 0600 file: %q, %v; want the server to decide (it may)", nobody, out, err)
