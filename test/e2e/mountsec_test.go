@@ -111,8 +111,8 @@ func TestMountFlagsReachKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := mount(t, h, mountSpec{opts: []string{"noexec", "noatime"}})
-	checkFlags(t, m.Dir, "noexec", "noatime", "nosuid", "nodev")
+	m := mount(t, h, mountSpec{opts: []string{"noexec", "noatime", "ro"}})
+	checkFlags(t, m.Dir, "ro", "noexec", "noatime", "nosuid", "nodev")
 	out, err := exec.Command(m.Path("run.sh")).CombinedOutput()
 	if !errors.Is(err, syscall.EACCES) {
 		t.Errorf("running a server-side script through a noexec mount: %q, %v; want EACCES", out, err)
