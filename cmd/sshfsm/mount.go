@@ -50,7 +50,11 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err := checkAllowOther(cfg, os.Geteuid(), fuseConf); err != nil {
 		return nil, err
 	}
+	warnPermissions(cfg, log)
 	if err := absolutize(cfg); err != nil {
+		return nil, err
+	}
+	if err := secureCacheDir(cfg, log); err != nil {
 		return nil, err
 	}
 	ids, err := fileIDMap(cfg.IDMap)
@@ -213,6 +217,7 @@ func mountOptions(cfg *config.Config) fusefs.MountOptions {
 		DefaultPermissions: cfg.FUSE.DefaultPermissions,
 		Debug:              cfg.Debug,
 		MaxWrite:           cfg.FUSE.MaxWrite,
+		Flags:              cfg.FUSE.MountFlags,
 	}
 }
 

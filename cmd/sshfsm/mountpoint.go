@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,4 +148,13 @@ func checkAllowOther(cfg *config.Config, euid int, conf string) error {
 		}
 	}
 	return config.Errorf(config.ExitMount, "%s needs user_allow_other in %s for users other than root (ask the administrator), or mount as root", opt, conf)
+}
+
+// warnPermissions warns about allow_other with nodefault_permissions: the
+// kernel then lets every local user do whatever the remote user may.
+func warnPermissions(cfg *config.Config, log *slog.Logger) {
+	if cfg.FUSE.AllowOther && !cfg.FUSE.DefaultPermissions {
+		log.Warn("allow_other with nodefault_permissions: every local user can read and change files " +
+			"as the remote user, whatever their modes show")
+	}
 }

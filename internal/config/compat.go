@@ -72,16 +72,10 @@ func noiseOptions() []Option {
 	prefix.Prefix = true
 	return []Option{
 		noise("defaults"),
-		noise("dev", "nodev"),
-		noise("suid", "nosuid"),
-		noise("exec", "noexec"),
-		noise("atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime",
-			"diratime", "nodiratime", "lazytime", "nolazytime"),
 		noise("auto", "noauto"),
 		noise("user", "users", "nouser", "owner", "group"),
 		noise("_netdev"),
 		noise("nofail"),
-		noise("async"),
 		prefix,
 		comment,
 		config,

@@ -145,15 +145,21 @@ type FUSE struct {
 	AllowOther         bool
 	AllowRoot          bool
 	DefaultPermissions bool
-	ReadOnly           bool
-	UID, GID           *uint32
-	Umask              *uint32
-	FsName             string // "" = user@host:dir
-	Subtype            string
-	KernelCache        bool
-	DirectIO           bool
-	MaxWrite           int
-	Xattr              bool
+	// NoDefaultPermissions: nodefault_permissions, which keeps
+	// allow_other from implying default_permissions.
+	NoDefaultPermissions bool
+	ReadOnly             bool
+	// MountFlags are mount(8)'s generic flags (noexec, noatime, sync...)
+	// in the order given; the last of a pair wins.
+	MountFlags  []string
+	UID, GID    *uint32
+	Umask       *uint32
+	FsName      string // "" = user@host:dir
+	Subtype     string
+	KernelCache bool
+	DirectIO    bool
+	MaxWrite    int
+	Xattr       bool
 }
 
 // Cache configures how long the kernel and sshfsm trust what they saw.

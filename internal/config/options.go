@@ -86,15 +86,29 @@ func sshOptions() []Option {
 
 func mountOptions() []Option {
 	s := SecMount
-	return []Option{
-		flagOpt("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root).",
+	return append([]Option{
+		flagOpt("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root). "+
+			"Implies default_permissions: the kernel checks every access, yours too, against the modes and owners shown, "+
+			"so show your remote files as yours (idmap=user, or uid= and gid=).",
 			func(c *Config) { c.FUSE.AllowOther = true }),
 		flagOpt("allow_root", s, "Allow root, besides the mounting user, to access the mount.",
 			func(c *Config) { c.FUSE.AllowRoot = true }),
-		flagOpt("default_permissions", s, "Let the kernel check permissions from the file modes before asking the server.",
-			func(c *Config) { c.FUSE.DefaultPermissions = true }),
+		withNot(flagOpt("default_permissions", s, "Let the kernel check permissions from the file modes before asking the server (implied by allow_other).",
+			func(c *Config) { c.FUSE.DefaultPermissions, c.FUSE.NoDefaultPermissions = true, false }), "nodefault_permissions"),
+		withNot(flagOpt("nodefault_permissions", s,
+			"Leave every permission check to the server, even with allow_other: then any local user reads and writes "+
+				"whatever the remote user may, whatever the file modes show. sshfsm warns at mount.",
+			func(c *Config) { c.FUSE.DefaultPermissions, c.FUSE.NoDefaultPermissions = false, true }), "default_permissions"),
 		withNot(flagOpt("ro", s, "Mount read-only.", func(c *Config) { c.FUSE.ReadOnly = true }), "rw"),
 		withNot(withDefault(flagOpt("rw", s, "Mount read-write (default).", func(c *Config) { c.FUSE.ReadOnly = false }), "on"), "ro"),
+		withNot(flagOpt("noexec", s, "Do not let programs on the mount be executed (mount(8); fstab's user and users imply it).",
+			mountFlag("noexec")), "exec"),
+		withNot(flagOpt("exec", s, "Let programs on the mount be executed (default).", mountFlag("exec")), "noexec"),
+		withAliases(ignored("nosuid", s, "Always on: the mount ignores set-user-ID and set-group-ID bits."), "suid"),
+		withAliases(ignored("nodev", s, "Always on: device files on the mount cannot be opened."), "dev"),
+		withNot(flagOpt("sync", s, "Synchronous writes (mount(8)).", mountFlag("sync")), "async"),
+		withNot(flagOpt("async", s, "Asynchronous writes (default).", mountFlag("async")), "sync"),
+		flagOpt("dirsync", s, "Synchronous directory changes (mount(8)).", mountFlag("dirsync")),
 		idOpt("uid", s, "Show every file as owned by user id N.",
 			func(c *Config, n uint32) { c.FUSE.UID = &n }),
 		idOpt("gid", s, "Show every file as owned by group id N.",
@@ -115,7 +129,21 @@ func mountOptions() []Option {
 			func(c *Config, n int) { c.FUSE.MaxWrite = n }),
 		flagOpt("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
 			func(c *Config) { c.Debug = true; c.Foreground = true }),
+	}, atimeOptions()...)
+}
+
+// atimeOptions declares mount(8)'s access time flags, each passed to the
+// kernel as given.
+func atimeOptions() []Option {
+	var opts []Option
+	for _, pair := range [][2]string{{"noatime", "atime"}, {"nodiratime", "diratime"},
+		{"relatime", "norelatime"}, {"strictatime", "nostrictatime"}, {"lazytime", "nolazytime"}} {
+		for i, name := range pair {
+			opts = append(opts, withNot(flagOpt(name, SecMount, "Access times, as mount(8) says; passed to the kernel.",
+				mountFlag(name)), pair[1-i]))
+		}
 	}
+	return opts
 }
 
 func cacheOptions() []Option {
@@ -216,6 +244,12 @@ func withDefault(o Option, def string) Option { o.Default = def; return o }
 func withAliases(o Option, names ...string) Option { o.Aliases = names; return o }
 
 func withNot(o Option, not string) Option { o.Not = not; return o }
+
+// mountFlag records a generic mount(8) flag, in order: the last of a pair
+// (exec, noexec) wins.
+func mountFlag(name string) func(*Config) {
+	return func(c *Config) { c.FUSE.MountFlags = append(c.FUSE.MountFlags, name) }
+}
 
 // immutableTimeout is how long cache=immutable trusts what it saw: the
 // life of any mount.

@@ -105,7 +105,18 @@ func Parse(args []string) (*Config, error) {
 	if err := validate(c); err != nil {
 		return nil, err
 	}
+	implyDefaultPermissions(c)
 	return c, nil
+}
+
+// implyDefaultPermissions turns default_permissions on with allow_other:
+// without it, the kernel lets every local user reach the server as the
+// remote user, whatever the file modes say. nodefault_permissions keeps
+// it off.
+func implyDefaultPermissions(c *Config) {
+	if c.FUSE.AllowOther && !c.FUSE.NoDefaultPermissions {
+		c.FUSE.DefaultPermissions = true
+	}
 }
 
 // scan splits args into switches, in order, and positional arguments; err

@@ -351,3 +351,41 @@ func TestDefaultsDeclaredOnce(t *testing.T) {
 		t.Errorf("defaults not from the declarations:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestAllowOtherImpliesDefaultPermissions: with allow_other, the kernel
+// checks the file modes unless nodefault_permissions says otherwise, in
+// either order and from a config file too.
+func TestAllowOtherImpliesDefaultPermissions(t *testing.T) {
+	cases := []struct {
+		opts     string
+		want, no bool
+	}{
+		{"allow_other", true, false},
+		{"allow_other,nodefault_permissions", false, true},
+		{"nodefault_permissions,allow_other", false, true},
+		{"nodefault_permissions,default_permissions,allow_other", true, false},
+		{"nodefault_permissions", false, true},
+		{"allow_root", false, false},
+		{"rw", false, false},
+	}
+	for _, tc := range cases {
+		c := parseOK(t, "-o", tc.opts, "h:", "/mnt")
+		if c.FUSE.DefaultPermissions != tc.want || c.FUSE.NoDefaultPermissions != tc.no {
+			t.Errorf("-o %s: default_permissions %v, nodefault_permissions %v; want %v, %v",
+				tc.opts, c.FUSE.DefaultPermissions, c.FUSE.NoDefaultPermissions, tc.want, tc.no)
+		}
+	}
+}
+
+// TestMountFlags: mount(8)'s generic flags are kept in order, for the
+// kernel; none is dropped.
+func TestMountFlags(t *testing.T) {
+	c := parseOK(t, "-o", "noexec,noatime,nosuid,nodev,sync,dirsync,exec,noexec,relatime,lazytime", "h:", "/mnt")
+	want := []string{"noexec", "noatime", "sync", "dirsync", "exec", "noexec", "relatime", "lazytime"}
+	if !reflect.DeepEqual(c.FUSE.MountFlags, want) {
+		t.Errorf("flags %q, want %q", c.FUSE.MountFlags, want)
+	}
+	if _, err := Parse([]string{"-o", "nosymfollow", "h:", "/mnt"}); err == nil {
+		t.Error("an unknown flag is accepted")
+	}
+}

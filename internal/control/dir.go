@@ -4,12 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
+
+	"sshfsm/internal/privdir"
 )
 
 // RuntimeDir is the directory holding the calling user's status sockets:
@@ -29,41 +28,11 @@ func runtimeDir(xdg string, uid int) string {
 
 // makePrivateDir creates dir (mode 0700) unless it exists, then checks
 // that it is private.
-func makePrivateDir(dir string) error {
-	err := os.Mkdir(dir, 0o700)
-	switch {
-	case err == nil:
-		// The umask may have taken the owner's bits away.
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return err
-		}
-	case !errors.Is(err, os.ErrExist):
-		return err
-	}
-	return checkPrivateDir(dir)
-}
+func makePrivateDir(dir string) error { return privdir.Make(dir, privdir.Private) }
 
 // checkPrivateDir refuses a directory that someone else could have planted
-// or could read: it must be a real directory (not a symbolic link), owned
-// by the calling user, with no permissions for group or others.
-func checkPrivateDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory (%v); remove it", dir, fi.Mode().Type())
-	case !ok:
-		return fmt.Errorf("%s: no owner information", dir)
-	case int(st.Uid) != os.Getuid():
-		return fmt.Errorf("%s is owned by uid %d, not by you (uid %d); remove it", dir, st.Uid, os.Getuid())
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s has mode %04o, not private; chmod 700 %s", dir, fi.Mode().Perm(), dir)
-	}
-	return nil
-}
+// or could read (privdir.Check).
+func checkPrivateDir(dir string) error { return privdir.Check(dir, privdir.Private) }
 
 // socketName is the file name of the socket serving mountpoint: a hash,
 // because a mountpoint may be longer than a socket path may be.

@@ -50,6 +50,7 @@ func Listen(o Options) (*Server, error) {
 	if err := makePrivateDir(o.Dir); err != nil {
 		return nil, fmt.Errorf("status directory: %w", err)
 	}
+	sweep(o.Dir)
 	path := filepath.Join(o.Dir, socketName(o.Mountpoint))
 	if len(path) > maxSocketPath {
 		return nil, fmt.Errorf("status socket path %s is longer than %d bytes", path, maxSocketPath)

@@ -70,6 +70,9 @@ type MountOptions struct {
 	FsName, Subtype                                  string
 	AllowOther, AllowRoot, DefaultPermissions, Debug bool
 	MaxWrite                                         int
+	// Flags are mount(8)'s generic flags (noexec, noatime...) in the
+	// order given; the last of a pair wins. nosuid and nodev are always on.
+	Flags []string
 }
 
 const (
@@ -122,6 +125,9 @@ type filesys struct {
 // read-only open of such a file reaches the server only when a read does
 // (lazy.go).
 func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions) (*fuse.Server, error) {
+	if _, _, err := kernelFlags(mo.Flags, o.ReadOnly); err != nil {
+		return nil, err
+	}
 	fsys := newFilesys(ns, o)
 	fsys.startPersist()
 	fo := fsys.fsOptions(mo)
@@ -215,13 +221,11 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 	if mo.DefaultPermissions {
 		opts = append(opts, "default_permissions")
 	}
-	// Mounting directly (as root), go-fuse passes these flags to mount(2)
-	// instead of the "ro" option, which only fusermount3 reads.
-	var flags uintptr = syscall.MS_NOSUID | syscall.MS_NODEV
-	if f.opts.ReadOnly {
-		opts = append(opts, "ro")
-		flags |= syscall.MS_RDONLY
-	}
+	// Mounting directly (as root), go-fuse passes the bits to mount(2);
+	// through fusermount3 (an ordinary user, or root when mount(2) refuses
+	// an access time name among the options), the names.
+	flags, names, _ := kernelFlags(mo.Flags, f.opts.ReadOnly) // checked by Mount
+	opts = append(opts, names...)
 	entry, attr, neg := f.opts.EntryTimeout, f.opts.AttrTimeout, f.opts.NegativeTimeout
 	return &fs.Options{
 		MountOptions: fuse.MountOptions{

@@ -92,10 +92,12 @@ func (x *execState) setup(ctx context.Context, o *Options) {
 		return
 	}
 	for _, parent := range []string{os.TempDir(), "/tmp"} {
-		if len(parent) > maxSocketPath-30 || strings.ContainsAny(parent, " \t\"'%\\") {
+		// Room for "/", MkdirTemp's random part, "/c" and the socket number.
+		if len(parent)+len(ctlDirPattern()) > maxSocketPath-18 || strings.ContainsAny(parent, " \t\"'%\\") {
 			continue
 		}
-		if dir, err := os.MkdirTemp(parent, "sshfsm-ctl-"); err == nil {
+		sweepCtlDirs(parent)
+		if dir, err := os.MkdirTemp(parent, ctlDirPattern()); err == nil {
 			x.mode, x.dir = execPrivate, dir
 			return
 		}
