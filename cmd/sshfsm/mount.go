@@ -196,6 +196,7 @@ func fsOptions(cfg *config.Config, ids fusefs.IDMapper, log *slog.Logger) fusefs
 		KernelCache:       cfg.FUSE.KernelCache,
 		DirectIO:          cfg.FUSE.DirectIO,
 		Xattr:             cfg.FUSE.Xattr,
+		DisableHardlink:   cfg.FUSE.DisableHardlink,
 		ReadOnly:          cfg.FUSE.ReadOnly,
 		UID:               cfg.FUSE.UID,
 		GID:               cfg.FUSE.GID,

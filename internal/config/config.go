@@ -160,6 +160,8 @@ type FUSE struct {
 	DirectIO    bool
 	MaxWrite    int
 	Xattr       bool
+	// DisableHardlink makes link(2) fail with EPERM (disable_hardlink).
+	DisableHardlink bool
 }
 
 // Cache configures how long the kernel and sshfsm trust what they saw.

@@ -452,3 +452,17 @@ func TestLinkedNamesShareAttributes(t *testing.T) {
 		}
 	}
 }
+
+// disable_hardlink: link(2) fails with EPERM and the server sees nothing.
+func TestDisableHardlink(t *testing.T) {
+	o := defaultOpts()
+	o.DisableHardlink = true
+	tm := mountWith(t, o, nil)
+	mustWrite(t, tm.path("target"), []byte("x"))
+	if err := os.Link(tm.path("target"), tm.path("link")); !isErrno(err, syscall.EPERM) {
+		t.Fatalf("link with disable_hardlink: %v, want EPERM", err)
+	}
+	if _, err := os.Lstat(filepath.Join(tm.dir, "link")); !os.IsNotExist(err) {
+		t.Fatalf("the server has the link: %v", err)
+	}
+}

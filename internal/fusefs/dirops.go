@@ -137,6 +137,9 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 
 // Link makes a hard link; the new name reports the target's inode.
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.fsys.opts.DisableHardlink {
+		return nil, syscall.EPERM
+	}
 	ctx, req := interrupt.Filter(ctx, n.fsys)
 	defer req.End()
 	dir, p, errno := n.prepare(name)

@@ -63,6 +63,8 @@ type Options struct {
 	ContentID string
 	// Xattr serves the mount's own extended attributes (xattr.go).
 	Xattr bool
+	// DisableHardlink makes Link fail with EPERM without asking a server.
+	DisableHardlink bool
 }
 
 // MountOptions are passed to the kernel at mount time.
