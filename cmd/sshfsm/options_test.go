@@ -522,8 +522,9 @@ func publicMountpoint(t *testing.T) string {
 }
 
 // TestOptionAllowOtherDefaultPermissions: another user is kept out without
-// allow_other; with it, the server (where sshfsm logs in as root) decides,
-// unless default_permissions makes the kernel check the file modes.
+// allow_other; with it, the kernel checks the file modes (allow_other
+// implies default_permissions), unless nodefault_permissions leaves every
+// check to the server (where sshfsm logs in as root).
 func TestOptionAllowOtherDefaultPermissions(t *testing.T) {
 	requireRoot(t, "acting as another user")
 	h, ssh := sshHost(t)
@@ -536,25 +537,25 @@ func TestOptionAllowOtherDefaultPermissions(t *testing.T) {
 		t.Errorf("without allow_other: nobody reads public: %v, want permission denied", err)
 	}
 
-	other := mountAt(t, publicMountpoint(t), spec, append(ssh, "-o", "allow_other")...)
-	if opts := func() string { _, _, _, s := mountInfo(other); return s }(); !hasOpt(opts, "allow_other") {
-		t.Errorf("allow_other missing from superblock options %q", opts)
+	other := mountAt(t, publicMountpoint(t), spec, append(ssh, "-o", "allow_other,nodefault_permissions")...)
+	if opts := func() string { _, _, _, s := mountInfo(other); return s }(); !hasOpt(opts, "allow_other") || hasOpt(opts, "default_permissions") {
+		t.Errorf("allow_other,nodefault_permissions: superblock options %q", opts)
 	}
 	for _, name := range []string{"public", "secret"} {
 		if err := asNobody(filepath.Join(other, name)); err != nil {
-			t.Errorf("allow_other: nobody reads %s: %v", name, err)
+			t.Errorf("allow_other,nodefault_permissions: nobody reads %s: %v", name, err)
 		}
 	}
 
-	perms := mountAt(t, publicMountpoint(t), spec, append(ssh, "-o", "allow_other,default_permissions")...)
+	perms := mountAt(t, publicMountpoint(t), spec, append(ssh, "-o", "allow_other")...)
 	if err := asNobody(filepath.Join(perms, "public")); err != nil {
-		t.Errorf("default_permissions: nobody reads public (0644): %v", err)
+		t.Errorf("allow_other: nobody reads public (0644): %v", err)
 	}
 	if err := asNobody(filepath.Join(perms, "secret")); err == nil || !strings.Contains(err.Error(), "Permission denied") {
-		t.Errorf("default_permissions: nobody reads secret (0600 root): %v, want permission denied", err)
+		t.Errorf("allow_other: nobody reads secret (0600 root): %v, want permission denied", err)
 	}
 	if _, _, _, s := mountInfo(perms); !hasOpt(s, "default_permissions") {
-		t.Errorf("default_permissions missing from superblock options %q", s)
+		t.Errorf("allow_other without default_permissions in the superblock options %q", s)
 	}
 }
 

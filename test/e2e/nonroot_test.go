@@ -169,8 +169,10 @@ func (u *userArea) sshConfig(t *testing.T, h *testenv.Host) string {
 func (u *userArea) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = u.home
+	// The test process's XDG_CACHE_HOME is root's: nobody's disk cache
+	// lives in its own home, as a real user's does.
 	cmd.Env = append(os.Environ(), "HOME="+u.home, "XDG_RUNTIME_DIR="+u.runtime, "TMPDIR="+u.tmp,
-		"USER=nobody", "LOGNAME=nobody")
+		"XDG_CACHE_HOME="+filepath.Join(u.home, ".cache"), "USER=nobody", "LOGNAME=nobody")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
 		Uid: nobody, Gid: nobody, Groups: []uint32{}}}
 	return cmd
