@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,7 +51,10 @@ func run(m *testing.M) int {
 	// directory, never the user's.
 	_ = os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
 
+	flag.Parse() // so that abortBeforeTimeout sees -test.timeout
+	stop := abortBeforeTimeout(tmp)
 	code := m.Run()
+	stop()
 
 	leaks := Leaks(tmp, RunEnv+"="+marker, 5*time.Second)
 	if len(leaks) > 0 {
@@ -113,6 +117,10 @@ func cleanup(dir, marker string) bool {
 		h.Close()
 	}
 	for _, m := range mountsBelow(dir) {
+		// A leftover mount may be served by this very process, with a
+		// request still waiting on it: unanswered, the process could never
+		// exit.
+		AbortFUSE(m)
 		_ = Unmount(m.Point)
 	}
 	killTrees(markedProcs(marker, dir))
