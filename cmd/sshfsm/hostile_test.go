@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -90,4 +92,25 @@ func TestRemoteCommandsUnderFish(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// sshfsm status shows the names a server gave (here the directory it
+// resolved for the branch) with the bytes that would act on a terminal
+// escaped.
+func TestStatusEscapesServerNames(t *testing.T) {
+	privateRuntime(t)
+	h, ssh := sshHost(t)
+	name := "d\x1b]0;owned\x07\x1b[2J\xff"
+	if err := os.Mkdir(filepath.Join(h.Dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountAt(t, mountpoint(t), h.Alias+":"+filepath.Join(h.Dir, name), ssh...)
+	r := sshfsm(t, 10*time.Second, "status", mnt)
+	if r.code != 0 {
+		t.Fatalf("status: exit %d, stderr %q", r.code, r.stderr)
+	}
+	terminalSafe(t, r.stdout)
+	if !strings.Contains(r.stdout, filepath.Join(h.Dir, `d\x1b]0;owned\a\x1b[2J\xff`)) {
+		t.Errorf("status does not show the directory escaped:\n%s", r.stdout)
+	}
 }
