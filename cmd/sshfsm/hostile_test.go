@@ -113,4 +113,12 @@ func TestStatusEscapesServerNames(t *testing.T) {
 	if !strings.Contains(r.stdout, filepath.Join(h.Dir, `d\x1b]0;owned\a\x1b[2J\xff`)) {
 		t.Errorf("status does not show the directory escaped:\n%s", r.stdout)
 	}
+
+	// A mount that fails says why, escaped too.
+	missing := h.Alias + ":" + filepath.Join(h.Dir, name, "missing")
+	r = sshfsm(t, 30*time.Second, append(append([]string(nil), ssh...), missing, mountpoint(t))...)
+	if r.code == 0 || !strings.Contains(r.stderr, `\x1b[2J`) {
+		t.Fatalf("mount of a missing directory: exit %d, stderr %q", r.code, r.stderr)
+	}
+	terminalSafe(t, r.stderr)
 }
