@@ -30,12 +30,15 @@ func TestPrintable(t *testing.T) {
 	}
 }
 
-// terminalSafe fails unless s holds only printable runes, newlines and
-// spaces.
+// terminalSafe fails unless s is UTF-8 holding only printable runes,
+// newlines and spaces.
 func terminalSafe(t *testing.T, s string) {
 	t.Helper()
+	if !utf8.ValidString(s) {
+		t.Fatalf("the output is not UTF-8: %q", s)
+	}
 	for i, r := range s {
-		if r == utf8.RuneError || (r != '\n' && !unicode.IsPrint(r)) {
+		if r != '\n' && !unicode.IsPrint(r) {
 			t.Fatalf("byte %d of the output is %q:\n%s", i, r, s)
 		}
 	}
