@@ -13,7 +13,7 @@ import (
 // ours, nor a path in it: remoteLine wraps the POSIX script in a fixed
 // line, `exec sh -c '...'`, whose single-quoted part varies only in a run
 // of letters, digits, "_./-" and \0NNN escapes. Every shell above reads it
-// as the same three words, and sh, whose quoting the paths in the script
+// as the same four words, and sh, whose quoting the paths in the script
 // are written for (shellQuote), decodes and runs the script.
 
 // errNULInScript refuses a script no shell can carry (a path with a NUL,
