@@ -20,8 +20,10 @@ TEST_GUARD=${SSHFSM_TEST_GUARD:-60m}
 read -r -a TEST_PKGS <<<"${SSHFSM_TEST_PKGS:-./...}"
 
 need_go
-# gcc and libc6-dev: the race detector needs cgo.
-ensure_packages openssh-server openssh-client fuse3 sshfs fio git ca-certificates gcc libc6-dev
+# gcc and libc6-dev: the race detector needs cgo. The shells: remote
+# commands are checked under every login shell a server may give its users.
+ensure_packages openssh-server openssh-client fuse3 sshfs fio git ca-certificates gcc libc6-dev \
+	fish zsh tcsh csh ksh mksh yash posh busybox rc
 ensure_fuse
 ensure_fusectl
 export CGO_ENABLED=1

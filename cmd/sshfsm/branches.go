@@ -183,7 +183,7 @@ func settle(ctx context.Context, cfg *config.Config, eps []*endpoint, log *slog.
 		}
 		b := cfg.Branches[e.branch]
 		fmt.Fprintf(os.Stderr, "sshfsm: warning: %s is unreachable (%s); mounting without it and retrying in the background\n",
-			e.hostName(), detailOf(e.err))
+			printable(e.hostName()), printable(detailOf(e.err)))
 		log.Info("host unreachable at mount; retrying in the background", "host", e.hostName(), "branch", b.Spec, "err", e.err)
 		o := transportOptions(cfg, b, e.conf, log)
 		o.NoPrompt = true

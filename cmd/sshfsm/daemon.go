@@ -52,7 +52,7 @@ func runDaemonParent(args []string) config.ExitCode {
 	}
 	werr := cmd.Wait()
 	if code, msg, ok := parseReport(line); ok {
-		fmt.Fprintf(os.Stderr, "sshfsm: %s\n", msg)
+		fmt.Fprintf(os.Stderr, "sshfsm: %s\n", printable(msg))
 		return code
 	}
 	return fail(os.Stderr, config.Errorf(config.ExitMount,

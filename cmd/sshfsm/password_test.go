@@ -11,25 +11,35 @@ import (
 )
 
 // fakeSSH is an ssh_command that asks SSH_ASKPASS what ssh would ask a user
-// who logs in with a password: first whether to trust a new host key,
-// which must be left unanswered, then the password, which must be
-// password. It then logs the login in LOG and runs the real ssh, which
-// logs in with the test host's key.
+// who logs in to ACCOUNT with a password through a jump host: first
+// whether to trust a new host key, which must be left unanswered, then
+// the jump host's password (the ssh of a ProxyJump inherits the
+// environment), which must be left unanswered too, then the password of
+// ACCOUNT, which must be password. It then logs the login in LOG and runs
+// the real ssh, which logs in with the test host's key. ssh -G, which
+// only prints the configuration, runs the real ssh at once.
 const fakeSSH = `#!/bin/sh
+for a in "$@"; do [ "$a" = -G ] && exec ssh "$@"; done
 [ "$SSH_ASKPASS_REQUIRE" = force ] || { echo "fake-ssh: SSH_ASKPASS_REQUIRE is not force" >&2; exit 255; }
 for a in "$@"; do [ "$a" = -oBatchMode=yes ] && { echo "fake-ssh: BatchMode forbids the password prompt" >&2; exit 255; }; done
 if "$SSH_ASKPASS" "Are you sure you want to continue connecting (yes/no/[fingerprint])? " >/dev/null; then
 	echo "fake-ssh: askpass answered a host key question" >&2; exit 255
 fi
-pw=$("$SSH_ASKPASS" "tester@host1's password: ") || { echo "fake-ssh: askpass gave no password" >&2; exit 255; }
-[ "$pw" = PASSWORD ] || { echo "tester@host1: Permission denied (password)." >&2; exit 255; }
+for prompt in "jumper@gateway's password: " "(jumper@gateway) Password: " "Password: "; do
+	if "$SSH_ASKPASS" "$prompt" >/dev/null; then
+		echo "fake-ssh: askpass answered a jump host's prompt: $prompt" >&2; exit 255
+	fi
+done
+pw=$("$SSH_ASKPASS" "ACCOUNT's password: ") || { echo "fake-ssh: askpass gave no password" >&2; exit 255; }
+[ "$pw" = PASSWORD ] || { echo "ACCOUNT: Permission denied (password)." >&2; exit 255; }
 echo login >> LOG
 exec ssh "$@"
 `
 
 // TestPasswordStdin: the password read from standard input answers ssh's
-// password prompt at the mount and again when the mount reconnects; a
-// wrong password and a missing one fail with one clear line.
+// password prompt at the mount and again when the mount reconnects, and
+// no jump host's; a wrong password and a missing one fail with one clear
+// line.
 func TestPasswordStdin(t *testing.T) {
 	h, ssh := sshHost(t)
 	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("data"), 0o644); err != nil {
@@ -38,7 +48,8 @@ func TestPasswordStdin(t *testing.T) {
 	dir := t.TempDir()
 	logins := filepath.Join(dir, "logins")
 	const password = `pa ss"word$`
-	script := strings.NewReplacer("LOG", logins, "PASSWORD", `'`+password+`'`).Replace(fakeSSH)
+	account := h.User + "@" + h.Addr // as ssh's prompts name it: the HostName of the alias
+	script := strings.NewReplacer("LOG", logins, "PASSWORD", `'`+password+`'`, "ACCOUNT", account).Replace(fakeSSH)
 	wrapper := filepath.Join(dir, "fake-ssh")
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)

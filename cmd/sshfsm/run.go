@@ -63,7 +63,7 @@ func defaultPath() {
 
 // fail prints err as the one line sshfsm reports and returns its exit code.
 func fail(w io.Writer, err error) config.ExitCode {
-	fmt.Fprintf(w, "sshfsm: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(w, "sshfsm: %s\n", printable(oneLine(err.Error())))
 	return config.CodeOf(err)
 }
 

@@ -66,7 +66,7 @@ func statusAll(c control.Client, sa config.StatusArgs, out, errw io.Writer) conf
 	for i, r := range rs {
 		if r.Err != nil {
 			code = config.ExitMount
-			fmt.Fprintf(errw, "sshfsm: %s\n", oneLine(r.Err.Error()))
+			fmt.Fprintf(errw, "sshfsm: %s\n", printable(oneLine(r.Err.Error())))
 			entries = append(entries, failedEntry{
 				Mount: control.Mount{Mountpoint: r.Mountpoint, PID: r.PID}, Error: r.Err.Error()})
 			continue
@@ -154,18 +154,20 @@ func notServed(p, real string) error {
 }
 
 // writeStatus prints one mount as a block: a heading, the options, the
-// cache, then per branch a table of its hosts.
+// cache, then per branch a table of its hosts. Every string of the status
+// goes through printable: servers name the branch directories and write
+// much of the details (errors, what the watcher said).
 func writeStatus(w io.Writer, st *control.Status) {
 	m := st.Mount
-	fmt.Fprintf(w, "%s  (pid %d, up %s, sshfsm %s)\n", m.Mountpoint, m.PID,
-		duration(time.Duration(m.UptimeSeconds*float64(time.Second))), m.Program)
-	fmt.Fprintf(w, "  options  %s\n", strings.Join(m.Options, ","))
+	fmt.Fprintf(w, "%s  (pid %d, up %s, sshfsm %s)\n", printable(m.Mountpoint), m.PID,
+		duration(time.Duration(m.UptimeSeconds*float64(time.Second))), printable(m.Program))
+	fmt.Fprintf(w, "  options  %s\n", printable(strings.Join(m.Options, ",")))
 	fmt.Fprintf(w, "  cache    %s\n", cacheLine(st.Cache))
 	if st.Meta != nil {
-		fmt.Fprintf(w, "  metadata %s\n", metaLine(*st.Meta))
+		fmt.Fprintf(w, "  metadata %s\n", printable(metaLine(*st.Meta)))
 	}
 	if d := st.Disk; d != nil {
-		fmt.Fprintf(w, "  disk     %s in %d files (%s), hits %s of %s read (%s)\n", humanBytes(uint64(d.Bytes)), d.Entries, d.Dir,
+		fmt.Fprintf(w, "  disk     %s in %d files (%s), hits %s of %s read (%s)\n", humanBytes(uint64(d.Bytes)), d.Entries, printable(d.Dir),
 			humanBytes(uint64(d.HitBytes)), humanBytes(uint64(d.HitBytes+d.MissBytes)), percent(d.HitRatio))
 	}
 	for _, b := range st.Branches {
@@ -173,25 +175,26 @@ func writeStatus(w io.Writer, st *control.Status) {
 		if b.ReadOnly {
 			mode = "ro"
 		}
-		fmt.Fprintf(w, "  branch   %s (%s, %s, %s)\n", b.Name, b.Kind, mode, b.Dir)
+		fmt.Fprintf(w, "  branch   %s (%s, %s, %s)\n", printable(b.Name), printable(b.Kind), mode, printable(b.Dir))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "    HOST\tSTATE\tCHANNELS\tIN FLIGHT\tLATENCY\tREAD\tWRITTEN\tERRORS\tRECONNECTS")
 		for _, h := range b.Hosts {
-			fmt.Fprintf(tw, "    %s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%d\t%d\n", h.Name, h.State, h.ChannelsUp, h.Channels,
+			fmt.Fprintf(tw, "    %s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%d\t%d\n", printable(h.Name), printable(h.State), h.ChannelsUp, h.Channels,
 				h.InFlight, latency(h.LatencyMillis), humanBytes(h.BytesRead), humanBytes(h.BytesWritten), h.Errors, h.Reconnects)
 		}
 		tw.Flush()
 		for _, h := range b.Hosts {
+			name := printable(h.Name)
 			if h.Detail != "" {
-				fmt.Fprintf(w, "    %s: %s\n", h.Name, h.Detail)
+				fmt.Fprintf(w, "    %s: %s\n", name, printable(h.Detail))
 			}
 			if len(b.Hosts) > 1 {
-				fmt.Fprintf(w, "    %s requests: %s\n", h.Name, requestsLine(h.Requests))
+				fmt.Fprintf(w, "    %s requests: %s\n", name, printable(requestsLine(h.Requests)))
 			} else {
-				fmt.Fprintf(w, "    requests: %s\n", requestsLine(h.Requests))
+				fmt.Fprintf(w, "    requests: %s\n", printable(requestsLine(h.Requests)))
 			}
-			if line := watchLine(h); line != "" && len(b.Hosts) > 1 {
-				fmt.Fprintf(w, "    %s change detection: %s\n", h.Name, line)
+			if line := printable(watchLine(h)); line != "" && len(b.Hosts) > 1 {
+				fmt.Fprintf(w, "    %s change detection: %s\n", name, line)
 			} else if line != "" {
 				fmt.Fprintf(w, "    change detection: %s\n", line)
 			}

@@ -122,7 +122,7 @@ func (w *warmer) run(ctx context.Context) config.ExitCode {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, f := range w.failed {
-		fmt.Fprintln(w.out, "sshfsm: warm:", f)
+		fmt.Fprintln(w.out, "sshfsm: warm:", printable(f))
 	}
 	if w.nfail > len(w.failed) {
 		fmt.Fprintf(w.out, "sshfsm: warm: and %d more failures\n", w.nfail-len(w.failed))

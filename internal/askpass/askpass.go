@@ -9,6 +9,14 @@
 // so ssh's decisions, host key checking first, stay as strict as without
 // a password.
 //
+// The environment also reaches every program ssh starts: the ssh of a
+// ProxyJump or a ProxyCommand asks the same askpass program for the jump
+// host's password, and must not be given the destination's (a jump host
+// would learn it). OpenSSH names the account in each password prompt,
+// "user@host's password: " and "(user@host) Password: " (keyboard-
+// interactive, OpenSSH 8.4 and later, as SSH_ASKPASS_REQUIRE=force is), so
+// only a prompt naming the destination's user@host is answered.
+//
 // The password lives in the environment of the ssh processes, which only
 // their user (and root) can read, as they can read this process's memory.
 package askpass
@@ -20,28 +28,34 @@ import (
 )
 
 // Environment variables: modeEnv marks a run as ssh's askpass program,
-// passwordEnv holds the password.
+// passwordEnv holds the password, destEnv the user@host it is for.
 const (
 	modeEnv     = "SSHFSM_ASKPASS"
 	passwordEnv = "SSHFSM_ASKPASS_PASSWORD"
+	destEnv     = "SSHFSM_ASKPASS_DEST"
 )
 
 // Env returns base with what makes ssh ask exe, this program, for
 // password and nothing else on the terminal (SSH_ASKPASS_REQUIRE=force
-// needs OpenSSH 8.4 or later).
-func Env(base []string, exe, password string) []string {
-	env := make([]string, 0, len(base)+4)
+// needs OpenSSH 8.4 or later). dest is the account the password is for,
+// user@host as ssh's prompts name it (Destination).
+func Env(base []string, exe, password, dest string) []string {
+	env := make([]string, 0, len(base)+5)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", modeEnv, passwordEnv:
+		case "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", modeEnv, passwordEnv, destEnv:
 			continue
 		}
 		env = append(env, kv)
 	}
 	return append(env, "SSH_ASKPASS="+exe, "SSH_ASKPASS_REQUIRE=force",
-		modeEnv+"=1", passwordEnv+"="+password)
+		modeEnv+"=1", passwordEnv+"="+password, destEnv+"="+dest)
 }
+
+// Destination is the account ssh's password prompts name for a connection
+// to host (HostKeyAlias when set, else the HostName ssh resolved) as user.
+func Destination(user, host string) string { return user + "@" + host }
 
 // Active reports whether this run is ssh's askpass program, from the
 // environment getenv reads.
@@ -49,9 +63,9 @@ func Active(getenv func(string) string) bool { return getenv(modeEnv) == "1" }
 
 // Run answers the question ssh asks in args (its one argument, the
 // prompt) on out, and returns the exit status: 0 with the password for a
-// password prompt, 1 (no answer) for anything else.
+// password prompt of the destination, 1 (no answer) for anything else.
 func Run(args []string, getenv func(string) string, out io.Writer) int {
-	if len(args) != 1 || !isPasswordPrompt(args[0]) {
+	if len(args) != 1 || !isDestinationPasswordPrompt(args[0], getenv(destEnv)) {
 		return 1
 	}
 	pw := getenv(passwordEnv)
@@ -64,10 +78,26 @@ func Run(args []string, getenv func(string) string, out io.Writer) int {
 	return 0
 }
 
-// isPasswordPrompt: "user@host's password: ", "Password: ", "(user@host)
-// Password: " (keyboard-interactive) ask for a password; "Enter passphrase
-// for key …", "Are you sure you want to continue connecting (yes/no/…)?",
-// "Verification code: " do not.
+// isDestinationPasswordPrompt reports whether prompt asks for the
+// password of dest: OpenSSH's "user@host's password: " (password
+// authentication), or "(user@host) " followed by a password prompt of the
+// server (keyboard-interactive). A prompt naming no account, or another,
+// may come from the ssh of a jump host and gets no answer.
+func isDestinationPasswordPrompt(prompt, dest string) bool {
+	if dest == "" {
+		return false
+	}
+	if strings.TrimRight(prompt, " ") == dest+"'s password:" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(prompt, "("+dest+") ")
+	return ok && isPasswordPrompt(rest)
+}
+
+// isPasswordPrompt: "Password: ", "Password for alice@EXAMPLE.ORG: " ask
+// for a password; "Enter passphrase for key …", "Are you sure you want to
+// continue connecting (yes/no/…)?", "Verification code: ", "New password: "
+// do not.
 func isPasswordPrompt(prompt string) bool {
 	p := strings.ToLower(prompt)
 	return strings.Contains(p, "password") && !strings.Contains(p, "new password")

@@ -48,7 +48,7 @@ func connectionOptions() []Option {
 			func(c *Config) { c.SSH.Reconnect = false }), "reconnect"),
 		flagOpt("password_stdin", s,
 			"Read a password from standard input (its first line) and give it to ssh whenever ssh asks for a password, at the mount and at every reconnection, through SSH_ASKPASS (OpenSSH 8.4 or later); "+
-				"every host of the mount gets the same password. Other questions of ssh (an unknown host key, a key's passphrase, a one-time code) are left unanswered, so they fail.",
+				"every host of the mount gets the same password. Only prompts naming the account mounted (user@host's password) are answered: a jump host's (ProxyJump, ProxyCommand) never gets it. Other questions of ssh (an unknown host key, a key's passphrase, a one-time code) are left unanswered, so they fail.",
 			func(c *Config) { c.SSH.PasswordStdin = true }),
 	}
 }

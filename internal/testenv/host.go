@@ -29,6 +29,11 @@ type Options struct {
 	// SFTPOnly makes sshd serve SFTP and nothing else (ForceCommand
 	// internal-sftp), as hosts that give file access but no shell do.
 	SFTPOnly bool
+	// LoginShell, a program name or path, is the login user's shell on
+	// this host: sshd runs in a mount namespace of its own that sees a
+	// copy of /etc/passwd where the user's shell is LoginShell and home
+	// Root/home. Needs root.
+	LoginShell string
 }
 
 // Host is one running sshd on loopback with its own host key, a client key
@@ -46,6 +51,7 @@ type Host struct {
 
 	sshdConfig, pidFile, logFile string
 	ownRoot, detach, sftpOnly    bool
+	passwd                       string // the /etc/passwd sshd sees; "" = the machine's
 
 	mu     sync.Mutex    // guards cmd, done and closed
 	cmd    *exec.Cmd     // the running sshd, nil when stopped
@@ -90,6 +96,12 @@ func Start(o Options) (*Host, error) {
 	}
 	if err := h.prepare(o.Root); err != nil {
 		return nil, err
+	}
+	if o.LoginShell != "" {
+		if err := h.preparePasswd(o.LoginShell); err != nil {
+			h.removeRoot()
+			return nil, err
+		}
 	}
 	port := o.Port
 	for attempt := 0; ; attempt++ {
@@ -165,12 +177,15 @@ func (h *Host) launch() error {
 	}
 	defer logf.Close()
 	start, _ := logf.Seek(0, 2)
-	cmd := exec.Command(SSHD, "-D", "-e", "-f", h.sshdConfig)
+	cmd := h.sshdCommand()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if h.detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	if h.passwd != "" {
+		cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS
 	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("testenv: start sshd: %w", err)

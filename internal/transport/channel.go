@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	osuser "os/user"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,7 +245,40 @@ func (h *Host) sshEnv() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("password: cannot find own executable for SSH_ASKPASS: %w", err)
 	}
-	return askpass.Env(os.Environ(), exe, h.o.Password), nil
+	return askpass.Env(os.Environ(), exe, h.o.Password, h.askFor), nil
+}
+
+// passwordAccount returns the account ssh's password prompts name for o,
+// the only prompts the password answers (askpass): user@host as ssh -G
+// resolves them, else as given.
+func passwordAccount(ctx context.Context, o *Options) string {
+	cfg := sshConfig(ctx, o)
+	user, host := cfg["user"], cfg["hostname"]
+	if alias := cfg["hostkeyalias"]; alias != "" && alias != "none" {
+		host = alias
+	}
+	if user == "" || host == "" {
+		user, host = givenAccount(o)
+	}
+	return askpass.Destination(user, host)
+}
+
+// givenAccount is the user and host of o as given: Options.User, or the
+// user part of a user@host destination, or the local user.
+func givenAccount(o *Options) (string, string) {
+	user, host := o.User, o.Host
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		if user == "" {
+			user = host[:i]
+		}
+		host = host[i+1:]
+	}
+	if user == "" {
+		if u, err := osuser.Current(); err == nil {
+			user = u.Username
+		}
+	}
+	return user, host
 }
 
 // logSink sends ssh's stderr lines to the log.

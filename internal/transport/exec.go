@@ -190,12 +190,17 @@ func (h *Host) execArgv(command string) ([]string, error) {
 	// a master (one that would outlive it with ControlPersist).
 	n := max(len(h.o.SSHCommand), 1)
 	argv = append(argv[:n:n], append([]string{"-oControlMaster=no"}, argv[n:]...)...)
-	return append(argv, h.o.Host, "--", command), nil
+	line, err := remoteLine(command)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.o.Host, err)
+	}
+	return append(argv, h.o.Host, "--", line), nil
 }
 
-// Exec runs command, a POSIX sh command line (quote every path with
-// shellQuote), on the host and passes its standard output to read as it
-// arrives. Standard input is empty; the last lines of standard error go
+// Exec runs command, a POSIX sh script (quote every path in it with
+// shellQuote), with sh on the host, whatever the user's login shell is
+// (remoteLine), and passes its standard output to read as it arrives.
+// Standard input is empty; the last lines of standard error go
 // into the error of a command that fails (*ExecError). The command is
 // killed when ctx ends, when the host is closed, when read returns an
 // error, and when it writes nothing for Options.Timeout (the link is
@@ -365,11 +370,6 @@ func (r *idleReader) stop() {
 	r.stopped = true
 	r.f.SetReadDeadline(time.Now())
 	r.mu.Unlock()
-}
-
-// shellQuote quotes s as one word for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // add counts one request that is not an SFTP packet ("exec").

@@ -81,6 +81,7 @@ type Host struct {
 	uidOK bool
 
 	x       execState   // remote commands (exec.go)
+	askFor  string      // with a Password: the user@host it answers prompts of
 	dialed  atomic.Bool // Dial succeeded: ssh's complaints are news from now on
 	reqs    reqCounters
 	wireIn  atomic.Uint64
@@ -111,6 +112,9 @@ func Dial(ctx context.Context, o Options) (*Host, error) {
 	if o.Dialer == nil {
 		h.extra = sshDefaults(ctx, &h.o, preferredCiphers())
 		h.x.setup(ctx, &h.o)
+		if o.Password != "" {
+			h.askFor = passwordAccount(ctx, &h.o)
+		}
 	}
 	c, err := h.openChannel(ctx, 0, !o.NoPrompt)
 	if err != nil {
