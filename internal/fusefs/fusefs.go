@@ -63,6 +63,9 @@ type Options struct {
 	ContentID string
 	// Xattr serves the mount's own extended attributes (xattr.go).
 	Xattr bool
+
+	// inoHash replaces hashIno, for tests that make paths collide.
+	inoHash func(string) uint64
 }
 
 // MountOptions are passed to the kernel at mount time.
@@ -187,7 +190,7 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 		opts: o,
 		log:  lg,
 		dirs: o.Cache,
-		inos: newInoTable(),
+		inos: newInoTable(o.inoHash),
 
 		aheadSlots: make(readAheadSlots, readAheadMax),
 	}
