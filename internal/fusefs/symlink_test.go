@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -226,4 +228,36 @@ func modelWalk(f *filesys, cur []string, target string, checked bool, hops *int)
 		}
 	}
 	return cur, false, nil
+}
+
+// TestLinkMovedOrLinkedIsCheckedAgain: the kernel keeps a link's target
+// with its inode; a link checked one directory deep, then moved or given
+// a second name at the root through the mount, must not be followed from
+// there with the target checked for its old place.
+func TestLinkMovedOrLinkedIsCheckedAgain(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	if err := os.MkdirAll(filepath.Join(tm.dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"a/moved", "a/linked"} {
+		if err := os.Symlink("../x", filepath.Join(tm.dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []string{"a/moved", "a/linked"} {
+		if got, err := os.Readlink(tm.path(l)); got != "../x" || err != nil {
+			t.Fatalf("readlink %s: %q, %v", l, got, err)
+		}
+	}
+	if err := os.Rename(tm.path("a/moved"), tm.path("moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(tm.path("a/linked"), tm.path("linked")); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"moved", "linked"} {
+		if got, err := os.Readlink(tm.path(l)); !isErrno(err, syscall.EACCES) {
+			t.Errorf("readlink %s at the root: %q, %v; want EACCES", l, got, err)
+		}
+	}
 }
