@@ -38,6 +38,7 @@ type Options struct {
 	IDMap                                              IDMapper
 	FollowSymlinks, TransformSymlinks, ContainSymlinks bool
 	MountPrefix                                        string // absolute remote root, for TransformSymlinks
+	MountPrefixAt                                      string // where the mount shows MountPrefix: "" (its root) or a graft's name
 	// RemoteUID and RemoteGID are the remote user's ids, when
 	// RemoteIDsKnown: a read-only open is deferred to the first read
 	// only when they may surely read the file.

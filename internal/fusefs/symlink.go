@@ -78,14 +78,16 @@ func (f *filesys) linkTarget(ctx context.Context, p string) (string, error) {
 		return "", err
 	}
 	if f.opts.TransformSymlinks {
-		target = transformTarget(f.opts.MountPrefix, p, target)
+		target = transformTarget(f.opts.MountPrefix, f.opts.MountPrefixAt, p, target)
 	}
 	return target, nil
 }
 
-// transformTarget rewrites an absolute target under prefix relative to
-// the directory of the link at linkPath (relative to the mount root).
-func transformTarget(prefix, linkPath, target string) string {
+// transformTarget rewrites an absolute target under prefix, the remote
+// directory that the mount shows at the path at ("" for the mount root, a
+// graft's name), relative to the directory of the link at linkPath
+// (relative to the mount root).
+func transformTarget(prefix, at, linkPath, target string) string {
 	if prefix == "" || !path.IsAbs(target) {
 		return target
 	}
@@ -101,6 +103,9 @@ func transformTarget(prefix, linkPath, target string) string {
 		rel = t[len(prefix)+1:]
 	default:
 		return target
+	}
+	if at != "" {
+		rel = strings.TrimSuffix(at+"/"+rel, "/")
 	}
 	depth := strings.Count(linkPath, "/")
 	up := strings.Repeat("../", depth)

@@ -45,19 +45,22 @@ func TestToErrno(t *testing.T) {
 }
 
 func TestTransformTarget(t *testing.T) {
-	cases := []struct{ prefix, link, target, want string }{
-		{"/srv", "l", "/srv/x", "x"},
-		{"/srv", "a/b/l", "/srv/x", "../../x"},
-		{"/srv/", "a/l", "/srv", ".."},
-		{"/srv", "l", "/srv", "."},
-		{"/srv", "l", "/srvx/y", "/srvx/y"},
-		{"/srv", "l", "/etc/passwd", "/etc/passwd"},
-		{"/srv", "l", "rel", "rel"},
-		{"/", "a/l", "/x", "../x"},
+	cases := []struct{ prefix, at, link, target, want string }{
+		{"/srv", "", "l", "/srv/x", "x"},
+		{"/srv", "", "a/b/l", "/srv/x", "../../x"},
+		{"/srv/", "", "a/l", "/srv", ".."},
+		{"/srv", "", "l", "/srv", "."},
+		{"/srv", "", "l", "/srvx/y", "/srvx/y"},
+		{"/srv", "", "l", "/etc/passwd", "/etc/passwd"},
+		{"/srv", "", "l", "rel", "rel"},
+		{"/", "", "a/l", "/x", "../x"},
+		{"/srv", "G", "G/l", "/srv/x", "../G/x"},
+		{"/srv", "G", "G/a/l", "/srv", "../../G"},
+		{"/srv", "G", "G/l", "/etc", "/etc"},
 	}
 	for _, c := range cases {
-		if got := transformTarget(c.prefix, c.link, c.target); got != c.want {
-			t.Errorf("transformTarget(%q, %q, %q) = %q, want %q", c.prefix, c.link, c.target, got, c.want)
+		if got := transformTarget(c.prefix, c.at, c.link, c.target); got != c.want {
+			t.Errorf("transformTarget(%q, %q, %q, %q) = %q, want %q", c.prefix, c.at, c.link, c.target, got, c.want)
 		}
 	}
 }
