@@ -81,6 +81,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	fo.Changes = t.changes()
 	if len(eps) == 1 {
 		fo.MountPrefix = first.Root()
+		fo.MountPrefixAt = cfg.Branches[eps[0].branch].Name
 	}
 	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = t.remoteUser()
 	fo.Cache = cache.New(cfg.Cache.DirCacheTimeout, nil)

@@ -160,9 +160,15 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	if tn.StableAttr().Mode == syscall.S_IFLNK {
+		// A link's target is relative to its directory, and the kernel
+		// keeps one target per inode: each name of a link gets an inode
+		// of its own, so that a target checked for one directory is never
+		// followed from another.
+		return n.added(ctx, dir, name, p, a, out), 0
+	}
 	n.fsys.dirs.Set(dir, name, a)
-	n.fsys.inos.set(p, tn.StableAttr().Ino)
-	n.fsys.inos.markHardLinked(tn.StableAttr().Ino)
+	n.fsys.inos.link(oldp, p, tn.StableAttr().Ino)
 	tn.report(a, end, &out.Attr)
 	return tn.EmbeddedInode(), 0
 }

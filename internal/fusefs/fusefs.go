@@ -38,6 +38,7 @@ type Options struct {
 	IDMap                                              IDMapper
 	FollowSymlinks, TransformSymlinks, ContainSymlinks bool
 	MountPrefix                                        string // absolute remote root, for TransformSymlinks
+	MountPrefixAt                                      string // where the mount shows MountPrefix: "" (its root) or a graft's name
 	// RemoteUID and RemoteGID are the remote user's ids, when
 	// RemoteIDsKnown: a read-only open is deferred to the first read
 	// only when they may surely read the file.
@@ -65,6 +66,9 @@ type Options struct {
 	Xattr bool
 	// DisableHardlink makes Link fail with EPERM without asking a server.
 	DisableHardlink bool
+
+	// inoHash replaces hashIno, for tests that make paths collide.
+	inoHash func(string) uint64
 }
 
 // MountOptions are passed to the kernel at mount time.
@@ -195,7 +199,7 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 		opts: o,
 		log:  lg,
 		dirs: o.Cache,
-		inos: newInoTable(),
+		inos: newInoTable(o.inoHash),
 
 		aheadSlots: make(readAheadSlots, readAheadMax),
 	}

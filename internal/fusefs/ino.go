@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,20 +12,28 @@ const rootIno = 1
 // inoTable hands out inode numbers. A path's number is derived from a
 // hash of the path, so an unchanged tree gets the same numbers on every
 // mount (tools such as git compare st_ino with what they saw before).
-// Numbers that no longer match their path's hash — after a rename, or
-// because another file holds the hashed value — are remembered, so a
-// file keeps its number for as long as the mount lives.
 //
-// A collision between the hashes of two paths never seen renamed is not
-// detected; at 64 bits it needs billions of files to become likely.
+// Two paths never share a number unless they name one file (hard links
+// made through the mount): go-fuse takes an equal number for the same
+// file and would show one path's node, a symlink's target included, at
+// the other's place. Every number handed out is claimed by its path, and
+// a path whose hash another path holds gets the next free number of a
+// probe sequence instead. A server chooses its names, and so can make
+// their hashes collide on purpose. Numbers that no longer match their
+// path's hash, after a rename or a collision, are remembered, so a file
+// keeps its number for as long as the mount lives.
 type inoTable struct {
-	mu sync.Mutex // guards byPath, taken and hardLinks
+	mu sync.Mutex // guards byPath, owner and hardLinks
+	// hash gives a path's preferred number (hashIno; tests inject
+	// collisions).
+	hash func(string) uint64
+	seed maphash.Seed // of fingerprint
 	// byPath holds the paths whose number is not their hash.
 	byPath map[string]uint64
-	// taken maps every number in byPath, and the hashed number of every
-	// path renamed away or deleted while still in use, to its holder
-	// ("" for a deleted file still open).
-	taken map[uint64]string
+	// owner maps every number handed out to the fingerprint of the path
+	// holding it, or to ownerReserved (a deleted file still in use) or
+	// ownerShared (a file with several names).
+	owner map[uint64]uint64
 	// hardLinks holds the numbers of files given another name through the
 	// mount (link(2)). Each name has its own entry in its directory's
 	// listing, and a change made through one name leaves the others'
@@ -33,16 +42,31 @@ type inoTable struct {
 	anyHardLinks atomic.Bool // hardLinks is not empty
 }
 
-func newInoTable() *inoTable {
-	return &inoTable{byPath: map[string]uint64{}, taken: map[uint64]string{}, hardLinks: map[uint64]bool{}}
+// Owners that are no path's fingerprint.
+const (
+	ownerReserved = iota // a file that lost its last name but is still in use
+	ownerShared          // a file with several names, each in byPath
+)
+
+// newInoTable returns an empty table numbering paths by hash, hashIno
+// when nil.
+func newInoTable(hash func(string) uint64) *inoTable {
+	if hash == nil {
+		hash = hashIno
+	}
+	return &inoTable{hash: hash, seed: maphash.MakeSeed(), byPath: map[string]uint64{},
+		owner: map[uint64]uint64{}, hardLinks: map[uint64]bool{}}
 }
 
-// markHardLinked records that the file numbered v has several names.
-func (t *inoTable) markHardLinked(v uint64) {
-	t.mu.Lock()
-	t.hardLinks[v] = true
-	t.mu.Unlock()
-	t.anyHardLinks.Store(true)
+// fingerprint identifies p as the owner of a number. It is keyed with a
+// secret seed, so a server cannot choose names whose fingerprints
+// collide too.
+func (t *inoTable) fingerprint(p string) uint64 {
+	v := maphash.String(t.seed, p)
+	if v <= ownerShared {
+		v += ownerShared + 1
+	}
+	return v
 }
 
 // hardLinked reports whether the file at p, numbered v (0: not looked up
@@ -80,7 +104,7 @@ func fixIno(v uint64) uint64 {
 	return v
 }
 
-// get returns the number of path p.
+// get returns the number of path p, claiming it for p.
 func (t *inoTable) get(p string) uint64 {
 	if p == "" {
 		return rootIno
@@ -90,19 +114,27 @@ func (t *inoTable) get(p string) uint64 {
 	if v, ok := t.byPath[p]; ok {
 		return v
 	}
-	v := hashIno(p)
-	holder, ok := t.taken[v]
-	if !ok || holder == p {
-		return v
+	fp, h := t.fingerprint(p), t.hash(p)
+	v := h
+	for {
+		o, ok := t.owner[v]
+		if !ok {
+			t.owner[v] = fp
+			break
+		}
+		if o == fp {
+			break
+		}
+		v = nextIno(v)
 	}
-	for ok && holder != p {
-		v = fixIno(v*0x9e3779b97f4a7c15 + 1)
-		holder, ok = t.taken[v]
+	if v != h {
+		t.byPath[p] = v
 	}
-	t.byPath[p] = v
-	t.taken[v] = p
 	return v
 }
+
+// nextIno is the number probed after v.
+func nextIno(v uint64) uint64 { return fixIno(v*0x9e3779b97f4a7c15 + 1) }
 
 // set records that p holds number v.
 func (t *inoTable) set(p string, v uint64) {
@@ -111,19 +143,47 @@ func (t *inoTable) set(p string, v uint64) {
 	t.setLocked(p, v)
 }
 
+// setLocked gives p number v, which p now owns unless several names share
+// it (each of those is in byPath). The number p owned before is free
+// again.
 func (t *inoTable) setLocked(p string, v uint64) {
-	if old, ok := t.byPath[p]; ok && t.taken[old] == p {
-		delete(t.taken, old)
+	fp, h := t.fingerprint(p), t.hash(p)
+	old, ok := t.byPath[p]
+	if !ok {
+		old = h
 	}
-	if v == hashIno(p) {
+	if old != v && t.owner[old] == fp {
+		delete(t.owner, old)
+	}
+	shared := t.sharedLocked(v)
+	if !shared {
+		t.owner[v] = fp
+	}
+	if v == h && !shared {
 		delete(t.byPath, p)
-		if t.taken[v] == p || t.taken[v] == "" {
-			delete(t.taken, v)
-		}
-		return
+	} else {
+		t.byPath[p] = v
 	}
-	t.byPath[p] = v
-	t.taken[v] = p
+}
+
+// sharedLocked reports whether number v is marked ownerShared, not merely
+// unset (the zero value is ownerReserved).
+func (t *inoTable) sharedLocked(v uint64) bool {
+	o, ok := t.owner[v]
+	return ok && o == ownerShared
+}
+
+// link records that newp is another name of the file at oldp, number v:
+// both names keep v, and no other path is given it.
+func (t *inoTable) link(oldp, newp string, v uint64) {
+	t.mu.Lock()
+	t.setLocked(newp, v)
+	t.byPath[oldp] = v
+	t.byPath[newp] = v
+	t.owner[v] = ownerShared
+	t.hardLinks[v] = true
+	t.mu.Unlock()
+	t.anyHardLinks.Store(true)
 }
 
 // detach records that the file at p (number v) left p but may still be in
@@ -134,15 +194,17 @@ func (t *inoTable) detach(p string, v uint64) {
 	if old, ok := t.byPath[p]; ok && old == v {
 		delete(t.byPath, p)
 	}
-	t.taken[v] = ""
+	if !t.sharedLocked(v) {
+		t.owner[v] = ownerReserved
+	}
 }
 
 // release frees a number reserved by detach.
 func (t *inoTable) release(v uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h, ok := t.taken[v]; ok && h == "" {
-		delete(t.taken, v)
+	if o, ok := t.owner[v]; ok && o == ownerReserved {
+		delete(t.owner, v)
 	}
 }
 

@@ -46,7 +46,14 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if err := n.fsys.ns.Rename(ctx, oldp, newp, flags&renameNoReplace != 0); err != nil {
 		return n.fsys.toErrno(err)
 	}
+	moved := n.GetChild(name)
 	n.renamed(np, name, newName, oldDir, oldp, newDir, newp)
+	if moved != nil && moved.StableAttr().Mode == syscall.S_IFLNK && oldDir != newDir {
+		// The kernel keeps a link's target with its inode, and a target
+		// checked for the old directory may climb too far from the new
+		// one: it asks Readlink again.
+		moved.NotifyContent(0, 0)
+	}
 	return 0
 }
 

@@ -44,47 +44,29 @@ func TestToErrno(t *testing.T) {
 	}
 }
 
-func TestEscapes(t *testing.T) {
-	cases := []struct {
-		link, target string
-		want         bool
-	}{
-		{"l", "/abs", true},
-		{"l", "x", false},
-		{"l", "../x", true},
-		{"d/l", "../x", false},
-		{"d/l", "../../x", true},
-		{"d/l", "a/../../x", false},
-		{"d/l", "a/../../../x", true},
-		{"d/l", "./.", false},
-	}
-	for _, c := range cases {
-		if got := escapes(c.link, c.target); got != c.want {
-			t.Errorf("escapes(%q, %q) = %v, want %v", c.link, c.target, got, c.want)
-		}
-	}
-}
-
 func TestTransformTarget(t *testing.T) {
-	cases := []struct{ prefix, link, target, want string }{
-		{"/srv", "l", "/srv/x", "x"},
-		{"/srv", "a/b/l", "/srv/x", "../../x"},
-		{"/srv/", "a/l", "/srv", ".."},
-		{"/srv", "l", "/srv", "."},
-		{"/srv", "l", "/srvx/y", "/srvx/y"},
-		{"/srv", "l", "/etc/passwd", "/etc/passwd"},
-		{"/srv", "l", "rel", "rel"},
-		{"/", "a/l", "/x", "../x"},
+	cases := []struct{ prefix, at, link, target, want string }{
+		{"/srv", "", "l", "/srv/x", "x"},
+		{"/srv", "", "a/b/l", "/srv/x", "../../x"},
+		{"/srv/", "", "a/l", "/srv", ".."},
+		{"/srv", "", "l", "/srv", "."},
+		{"/srv", "", "l", "/srvx/y", "/srvx/y"},
+		{"/srv", "", "l", "/etc/passwd", "/etc/passwd"},
+		{"/srv", "", "l", "rel", "rel"},
+		{"/", "", "a/l", "/x", "../x"},
+		{"/srv", "G", "G/l", "/srv/x", "../G/x"},
+		{"/srv", "G", "G/a/l", "/srv", "../../G"},
+		{"/srv", "G", "G/l", "/etc", "/etc"},
 	}
 	for _, c := range cases {
-		if got := transformTarget(c.prefix, c.link, c.target); got != c.want {
-			t.Errorf("transformTarget(%q, %q, %q) = %q, want %q", c.prefix, c.link, c.target, got, c.want)
+		if got := transformTarget(c.prefix, c.at, c.link, c.target); got != c.want {
+			t.Errorf("transformTarget(%q, %q, %q, %q) = %q, want %q", c.prefix, c.at, c.link, c.target, got, c.want)
 		}
 	}
 }
 
 func TestInoTable(t *testing.T) {
-	it := newInoTable()
+	it := newInoTable(nil)
 	a := it.get("a")
 	if a != hashIno("a") || it.get("") != rootIno {
 		t.Fatalf("get: %d", a)
