@@ -186,10 +186,24 @@ type Entry struct {
 	released atomic.Bool
 }
 
+// MaxFileSize is the largest file the cache stores: 16 TiB, the largest
+// file ext4 holds (the data file is as large as the remote one). It keeps
+// every offset and block count computed from a size that a server chose
+// far from overflowing.
+const MaxFileSize = 1 << 44
+
+// ErrTooLarge: the file's size is one the cache does not store (more than
+// MaxFileSize, or negative). The file is read from the server uncached.
+var ErrTooLarge = errors.New("size out of the disk cache's range")
+
+// blockCount is how many blocks of bs bytes hold size bytes (size at most
+// MaxFileSize).
+func blockCount(size, bs int64) int64 { return size/bs + min(size%bs, 1) }
+
 // Entry returns the entry of k, reading what the disk holds of it.
 func (c *Cache) Entry(k Key) (*Entry, error) {
-	if k.Size < 0 {
-		return nil, fmt.Errorf("content cache %s:%s: negative size %d", k.Host, k.Path, k.Size)
+	if k.Size < 0 || k.Size > MaxFileSize {
+		return nil, fmt.Errorf("content cache, %d bytes: %w", k.Size, ErrTooLarge)
 	}
 	id := entryID(k, c.bs)
 	c.mu.Lock()

@@ -2,7 +2,7 @@ package contentcache
 
 import (
 	"errors"
-	"slices"
+	"maps"
 )
 
 // Digest returns the SHA-256 of the content when known: computed when the
@@ -207,14 +207,13 @@ func (c *Cache) objectGood(o *pair, sum [32]byte, s *state) bool {
 	}
 	t := c.newState("object", s.size)
 	t.dir = o.d.Name()
-	slots := make([]byte, t.nblk*slotLen)
-	n, err := o.r.ReadAt(slots, slotsOff)
-	if err != nil && !isEOF(err) {
+	slots, err := t.readSlots(o, 0, t.nblk-1)
+	if err != nil {
 		return false
 	}
-	t.attach(o, slots[:n], digestComputed, sum)
+	t.attach(o, slots, digestComputed, sum)
 	s.mu.Lock()
-	same := t.nPresent == t.nblk && slices.Equal(t.crcs, s.crcs)
+	same := t.nPresent == t.nblk && maps.Equal(t.crcs, s.crcs)
 	s.mu.Unlock()
 	if !same {
 		return false

@@ -145,9 +145,7 @@ func (s *state) reloadSmall() error {
 // attachSmall makes p, described by h, the state's files; verified: its
 // data was checked (or written) by this process.
 func (s *state) attachSmall(p *pair, h smallHeader, verified bool) {
-	slot := make([]byte, slotLen)
-	putSlot(slot, 0, h.crc, s.size, slotPresent)
-	s.attach(p, slot, digestComputed, h.sum)
+	s.attach(p, []slot{{i: 0, crc: h.crc}}, digestComputed, h.sum)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastTouch.Store(p.dMtime)

@@ -1,0 +1,110 @@
+package contentcache
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"testing"
+)
+
+// A size chosen by a server is bounded before anything is computed or
+// allocated from it: sizes the cache cannot hold are refused with
+// ErrTooLarge (the file is then read uncached), and the cache stays
+// usable after them.
+func TestEntryRefusesSizesItCannotHold(t *testing.T) {
+	c := openCache(t, t.TempDir(), nil)
+	for _, size := range []int64{-1, math.MinInt64, math.MaxInt64, 1 << 62, MaxFileSize + 1, math.MaxInt64 - testBS + 2} {
+		e, err := c.Entry(testKey("hostile", size))
+		if !errors.Is(err, ErrTooLarge) {
+			if err == nil {
+				e.Release()
+			}
+			t.Errorf("Entry of size %d: %v, want ErrTooLarge", size, err)
+		}
+	}
+	for _, size := range []int64{0, 1, MaxFileSize} {
+		e := entry(t, c, testKey("fits", size))
+		if e.Complete() != (size == 0) {
+			t.Errorf("a new entry of %d bytes: Complete %v", size, e.Complete())
+		}
+	}
+	src := source("after", 3*testBS+5)
+	e := entry(t, c, testKey("after", int64(len(src))))
+	fillAll(t, e, src)
+	if missed := readAll(t, e, src); missed != nil {
+		t.Errorf("after refusing hostile sizes, blocks %v of a normal file missed", missed)
+	}
+}
+
+// An entry of a huge file takes memory for the blocks it stores, not for
+// the blocks the file has: an 8 TiB file (two billion blocks here) with a
+// few blocks stored, filled, read and loaded again from disk.
+func TestEntryMemoryFollowsBlocksStored(t *testing.T) {
+	const size = 8 << 40
+	c := openCache(t, t.TempDir(), nil)
+	k := testKey("huge", size)
+	blocks := []int64{0, size / testBS / 2, size/testBS - 1}
+	src := source("huge", testBS)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	e, err := c.Entry(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		if err := e.Fill(src, b*testBS); err != nil {
+			t.Fatalf("fill block %d: %v", b, err)
+		}
+	}
+	e.Release()
+	waitJobs(t, c)
+	e = entry(t, c, k) // loaded from disk again: the last use was released
+	for _, b := range blocks {
+		p := make([]byte, testBS)
+		if n, ok, err := e.ReadAt(p, b*testBS); !ok || err != nil || n != testBS || string(p) != string(src) {
+			t.Errorf("block %d: read %d bytes, ok %v, err %v", b, n, ok, err)
+		}
+	}
+	if got := e.Missing(blocks[1]*testBS-testBS, 3*testBS); len(got) != 2 {
+		t.Errorf("around the middle block, missing %v, want the blocks on either side", got)
+	}
+	runtime.ReadMemStats(&after)
+	// The old tables took 4 bytes and 3 bits per block: 9 GiB here.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("an 8 TiB entry with %d blocks stored allocated %d bytes", len(blocks), grew)
+	}
+}
+
+// Fill refuses any range that is not whole blocks inside the file,
+// whatever the offset, without wrapping around, and stores nothing.
+func TestFillRefusesRangesOutsideTheFile(t *testing.T) {
+	c := openCache(t, t.TempDir(), nil)
+	const size = 3*testBS + 7
+	e := entry(t, c, testKey("f", size))
+	block := make([]byte, 2*testBS)
+	top := int64(math.MaxInt64 - math.MaxInt64%testBS)
+	cases := []struct {
+		name string
+		data []byte
+		off  int64
+	}{
+		{"negative offset", block[:testBS], -testBS},
+		{"past the end", block[:testBS], 4 * testBS},
+		{"at the end", block[:7], size},
+		{"across the end", block, 2 * testBS},
+		{"wrapping around", block, top},
+		{"near MinInt64", block, math.MinInt64},
+		{"misaligned", block[:testBS], 1},
+		{"short middle block", block[:testBS-1], testBS},
+	}
+	for _, tc := range cases {
+		if err := e.Fill(tc.data, tc.off); err == nil {
+			t.Errorf("%s: Fill of %d bytes at %d accepted", tc.name, len(tc.data), tc.off)
+		}
+	}
+	if got := e.Missing(0, size); len(got) != 1 || got[0] != (Range{0, size}) {
+		t.Errorf("after refused fills, missing %v, want all", got)
+	}
+}
