@@ -37,13 +37,13 @@ type state struct {
 	// mu guards the fields below. It is never held across disk I/O, so
 	// readers of present blocks do not wait on each other or on a Fill.
 	mu        sync.Mutex
-	files     *pair    // nil until the entry exists on disk
-	retired   []*pair  // replaced files, closed at the last Release (reads may still use them)
-	copied    *os.File // small entries: the checked copy of files' content Verified hands out
+	files     *pair            // nil until the entry exists on disk
+	retired   []*pair          // replaced files, closed at the last Release (reads may still use them)
+	copied    *os.File         // small entries: the checked copy of files' content Verified hands out
 	crcs      map[int64]uint32 // by block; only blocks in known
 	known     bitset           // crcs holds the block's CRC: present, or dropped
-	present   bitset // the slot says the block is there
-	verified  bitset // checked (or written) through files in this process
+	present   bitset           // the slot says the block is there
+	verified  bitset           // checked (or written) through files in this process
 	nPresent  int64
 	nVerified int64
 	digest    [32]byte
