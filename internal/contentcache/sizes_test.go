@@ -2,6 +2,7 @@ package contentcache
 
 import (
 	"errors"
+	"io"
 	"math"
 	"runtime"
 	"testing"
@@ -107,4 +108,40 @@ func TestFillRefusesRangesOutsideTheFile(t *testing.T) {
 	if got := e.Missing(0, size); len(got) != 1 || got[0] != (Range{0, size}) {
 		t.Errorf("after refused fills, missing %v, want all", got)
 	}
+}
+
+// Any size and any range a server or a caller may produce: the entry is
+// refused (ErrTooLarge) or made, and Fill, Missing and ReadAt neither
+// panic nor allocate beyond the data given, nor store outside the file.
+func FuzzEntrySizesAndOffsets(f *testing.F) {
+	f.Add(int64(3*testBS+7), int64(testBS), int64(testBS))
+	f.Add(int64(math.MaxInt64), int64(0), int64(testBS))
+	f.Add(int64(1<<62), int64(1<<61), int64(testBS))
+	f.Add(int64(-1), int64(0), int64(1))
+	f.Add(int64(MaxFileSize), int64(MaxFileSize-testBS), int64(testBS))
+	f.Add(int64(2*testBS), int64(math.MaxInt64-math.MaxInt64%testBS), int64(2*testBS))
+	c := openCache(f, f.TempDir(), nil)
+	data := make([]byte, 4*testBS)
+	f.Fuzz(func(t *testing.T, size, off, n int64) {
+		e, err := c.Entry(testKey("fuzz", size))
+		if err != nil {
+			if size >= 0 && size <= MaxFileSize || !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("Entry of size %d: %v", size, err)
+			}
+			return
+		}
+		defer e.Release()
+		k := min(max(n, 0), int64(len(data)))
+		if err := e.Fill(data[:k], off); err == nil && k > 0 && (off < 0 || off > size || k > size-off) {
+			t.Fatalf("Fill of %d bytes at %d accepted in a %d-byte file", k, off, size)
+		}
+		for _, r := range e.Missing(off, min(n, 8*testBS)) {
+			if r.Off < 0 || r.Len <= 0 || r.Len > size-r.Off {
+				t.Fatalf("Missing(%d, %d) of a %d-byte file: %v", off, n, size, r)
+			}
+		}
+		if _, _, err := e.ReadAt(data[:k], off); err != nil && off >= 0 && !errors.Is(err, io.EOF) {
+			t.Fatalf("ReadAt(%d bytes, %d): %v", k, off, err)
+		}
+	})
 }

@@ -66,7 +66,9 @@ func (n *node) contentVersion(ctx context.Context, p string) (a remote.Attr, ok 
 		}
 		n.remember(a)
 	}
-	if fileType(a) != syscall.S_IFREG || time.Since(a.Mtime) < racyWindow {
+	// A size the disk cache cannot hold (a hostile or broken server's)
+	// is read uncached.
+	if fileType(a) != syscall.S_IFREG || time.Since(a.Mtime) < racyWindow || a.Size > contentcache.MaxFileSize {
 		return a, false, 0
 	}
 	return a, true, 0
@@ -87,6 +89,10 @@ func contentKey(a remote.Attr) versionKey {
 func (f *filesys) contentEntry(p string, a remote.Attr) *contentcache.Entry {
 	e, err := f.opts.Content.Entry(contentcache.Key{
 		Host: f.opts.ContentID, Path: p, Size: int64(a.Size), Mtime: a.Mtime})
+	if errors.Is(err, contentcache.ErrTooLarge) {
+		f.log.Debug("disk cache: file read uncached", "path", p, "err", err)
+		return nil
+	}
 	if err != nil {
 		f.log.Warn("disk cache", "path", p, "err", err)
 		return nil
