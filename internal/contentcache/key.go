@@ -65,10 +65,27 @@ func (c *Cache) pathDir(hp string) string {
 	return filepath.Join(c.root, entriesDir, hp[:2], hp)
 }
 
-// objectDir is the shared copy of the content whose SHA-256 is sum, cut
-// in blocks of the cache's size: content/o/<2 hex>/<64 hex>-<log2 bs>.
-func (c *Cache) objectDir(sum [32]byte) string {
-	h := hex.EncodeToString(sum[:])
+// objectID names the stored copy of the content whose SHA-256 is sum
+// within one host (a Key's Host): content is shared only between files of
+// the same host. A server that reports another host's digest for a file
+// of its own would otherwise be served that host's content as its file's,
+// and learn, from the READs it does not get, what this machine stores.
+func objectID(host string, sum [32]byte) string {
+	h := sha256.New()
+	h.Write([]byte("sshfsm object v1\x00"))
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(host)))
+	h.Write(n[:])
+	h.Write([]byte(host))
+	h.Write(sum[:])
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// objectDir is the shared copy, among host's files, of the content whose
+// SHA-256 is sum, cut in blocks of the cache's size:
+// content/o/<2 hex>/<64 hex>-<log2 bs>.
+func (c *Cache) objectDir(host string, sum [32]byte) string {
+	h := objectID(host, sum)
 	name := h + "-" + strconv.Itoa(bits.TrailingZeros64(uint64(c.bs)))
 	return filepath.Join(c.root, objectsDir, h[:2], name)
 }

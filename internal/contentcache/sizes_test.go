@@ -145,3 +145,31 @@ func FuzzEntrySizesAndOffsets(f *testing.F) {
 		}
 	})
 }
+
+// Stored content is shared by digest only among one host's files: another
+// host claiming that digest for its file gets nothing from the store,
+// small content and large alike, while the same host still shares it.
+func TestByDigestStaysWithinOneHost(t *testing.T) {
+	c := openCache(t, t.TempDir(), nil)
+	for _, size := range []int64{100, 3*testBS + 5} {
+		src := source("shared", size)
+		a := testKey("a", size)
+		fillAll(t, entry(t, c, a), src)
+		waitJobs(t, c)
+		other := Key{Host: "v@elsewhere:22", Path: a.Path, Size: size, Mtime: a.Mtime}
+		if e, ok := c.ByDigest(sha256Sum(src), other); ok {
+			e.Release()
+			t.Errorf("%d bytes: another host's file was given this host's content by its digest", size)
+		}
+		same := testKey("b", size)
+		e, ok := c.ByDigest(sha256Sum(src), same)
+		if !ok {
+			t.Errorf("%d bytes: the same host's copy was not found by its digest", size)
+			continue
+		}
+		if missed := readAll(t, e, src); missed != nil {
+			t.Errorf("%d bytes: shared entry missed blocks %v", size, missed)
+		}
+		e.Release()
+	}
+}

@@ -20,6 +20,7 @@ type state struct {
 	c      *Cache
 	id     string
 	dir    string
+	host   string // the Key's: content is shared only among its files
 	size   int64
 	nblk   int64
 	small  bool          // at most one block: one file at dir (small.go)
@@ -76,9 +77,9 @@ func (s *state) blockLen(i int64) int64 { return min(s.c.bs, s.size-i*s.c.bs) }
 
 // newState allocates nothing that grows with size, which the caller has
 // checked against MaxFileSize: it runs under c.mu.
-func (c *Cache) newState(id string, size int64) *state {
+func (c *Cache) newState(id, host string, size int64) *state {
 	s := &state{
-		c: c, id: id, dir: c.entryDir(id), size: size, nblk: blockCount(size, c.bs), small: c.isSmall(size),
+		c: c, id: id, host: host, dir: c.entryDir(id), size: size, nblk: blockCount(size, c.bs), small: c.isSmall(size),
 		ready: make(chan struct{}),
 		crcs:  map[int64]uint32{}, known: bitset{}, present: bitset{}, verified: bitset{},
 	}

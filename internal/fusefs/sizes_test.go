@@ -25,16 +25,27 @@ import (
 // before, may replace.
 func mountDiskHooked(t *testing.T, dir, cacheDir string, hook *hookRemote) *diskMount {
 	t.Helper()
+	return mountDiskAs(t, dir, cacheDir, "test-host", hook, nil)
+}
+
+// mountDiskAs is mountDiskHooked with the mount's content ID (the host
+// it names in the disk cache) and, with wrap, the branch made of hook.
+func mountDiskAs(t *testing.T, dir, cacheDir, id string, hook *hookRemote, wrap func(*hookRemote) remote.Remote) *diskMount {
+	t.Helper()
 	testenv.RequireFUSE(t)
 	c, err := contentcache.Open(contentcache.Options{Dir: cacheDir, MaxSize: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := defaultOpts()
-	o.Mode, o.Content, o.ContentID = cache.Auto, c, "test-host"
+	o.Mode, o.Content, o.ContentID = cache.Auto, c, id
 	tm := &testMount{dir: dir, mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	o.Logger = slog.New(slog.NewTextHandler(tm.logs, nil))
-	srv, err := Mount(tm.mnt, namespace.Single(hook.wrap(newRemote(t, dir))), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
+	var r remote.Remote = hook.wrap(newRemote(t, dir))
+	if wrap != nil {
+		r = wrap(hook)
+	}
+	srv, err := Mount(tm.mnt, namespace.Single(r), o, MountOptions{FsName: "test", Subtype: "sshfsm"})
 	if err != nil {
 		c.Close()
 		t.Fatalf("Mount: %v", err)
