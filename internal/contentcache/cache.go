@@ -213,7 +213,7 @@ func (c *Cache) Entry(k Key) (*Entry, error) {
 	}
 	s, loaded := c.states[id]
 	if !loaded {
-		s = c.newState(id, k.Host, k.Size)
+		s = c.newState(id, k.owner(), k.Size)
 		c.states[id] = s
 	}
 	s.refs++

@@ -8,7 +8,8 @@
 //
 //	e/<xx>/<P>/<V>/r, d   one entry per Key: P = 32 hex digits of a hash of
 //	                      (host, path), xx its first two; V = 16 hex digits
-//	                      of a hash of (P, size, mtime, block size)
+//	                      of a hash of (P, size, mtime, block size,
+//	                      branch)
 //	o/<xx>/<S>-<b>/r, d   the stored copy of one host's content, S = 64 hex
 //	                      digits of a hash of (host, SHA-256 of the
 //	                      content), in blocks of 2^b bytes (dedup)
@@ -94,10 +95,11 @@
 //
 // # Dedup
 //
-// Content is shared only among the files of one host (a Key's Host): a
-// server that reports, for a file of its own, the digest of another
-// host's file must not be served that content as its file's, nor learn
-// what this machine stores from the READs it does not get. Sizes are
+// Content is shared only among the files of one host and branch (a Key's
+// Host and Branch): a server that reports, for a file of its own, the
+// digest of another host's file must not be served that content as its
+// file's, nor learn what this machine stores from the READs it does not
+// get. Sizes are
 // bounded before anything is computed from them (MaxFileSize), and an
 // entry's memory follows the blocks it stores, not the size a server
 // claims.

@@ -20,7 +20,7 @@ type state struct {
 	c      *Cache
 	id     string
 	dir    string
-	host   string // the Key's: content is shared only among its files
+	host   string // the Key's owner: content is shared only among its files
 	size   int64
 	nblk   int64
 	small  bool          // at most one block: one file at dir (small.go)
