@@ -89,6 +89,14 @@ func (c *Cache) newState(id, host string, size int64) *state {
 	return s
 }
 
+// loadOnce loads the state and then lets the other users of it in, even
+// if loading failed in a way nobody foresaw: they would wait forever.
+func (s *state) loadOnce() {
+	defer close(s.ready)
+	s.loadErr = errors.New("loading the entry failed")
+	s.loadErr = s.load()
+}
+
 // load reads the entry from disk, if there is one. A damaged one is
 // removed: the entry is then empty.
 func (s *state) load() error {
