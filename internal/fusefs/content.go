@@ -177,10 +177,10 @@ func (f *filesys) worthFinding(e *contentcache.Entry, a remote.Attr) bool {
 	return !known
 }
 
-// findStored asks the server for the digest of version a of p, a file
+// findStored asks the server for the digest of version v of p, a file
 // the disk cache lacks although it stores content of that exact size: a
-// copy of a file it holds (another revision directory, a copy on another
-// host) is then served from the stored content, which learnDigest gives
+// copy of a file it holds from the same host and branch (another revision
+// directory) is then served from the stored content, which learnDigest gives
 // to the version's entry, instead of being fetched. The file's bytes
 // never cross the link (sha256sum runs on the server). Hosts without
 // commands, and failures, leave the entry as it was.
