@@ -156,10 +156,14 @@ func TestByDigestStaysWithinOneHost(t *testing.T) {
 		a := testKey("a", size)
 		fillAll(t, entry(t, c, a), src)
 		waitJobs(t, c)
-		other := Key{Host: "v@elsewhere:22", Path: a.Path, Size: size, Mtime: a.Mtime}
-		if e, ok := c.ByDigest(sha256Sum(src), other); ok {
-			e.Release()
-			t.Errorf("%d bytes: another host's file was given this host's content by its digest", size)
+		for _, other := range []Key{
+			{Host: "v@elsewhere:22", Path: a.Path, Size: size, Mtime: a.Mtime},
+			{Host: a.Host, Branch: "1 other:/dir", Path: a.Path, Size: size, Mtime: a.Mtime},
+		} {
+			if e, ok := c.ByDigest(sha256Sum(src), other); ok {
+				e.Release()
+				t.Errorf("%d bytes: a file of %s, branch %q, was given this host's content by its digest", size, other.Host, other.Branch)
+			}
 		}
 		same := testKey("b", size)
 		e, ok := c.ByDigest(sha256Sum(src), same)

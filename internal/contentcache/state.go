@@ -265,9 +265,11 @@ func (s *state) readSlots(p *pair, b0, b1 int64) ([]slot, error) {
 	var out []slot
 	buf := make([]byte, min(b1-b0+1, slotChunk)*slotLen)
 	for i := b0; i <= b1; {
-		i = s.nextSlotData(p, i)
-		if i > b1 {
-			break
+		if i > b0 {
+			// Past the first chunk: a large file's record is mostly holes.
+			if i = s.nextSlotData(p, i); i > b1 {
+				break
+			}
 		}
 		k := min(b1-i+1, slotChunk)
 		n, err := p.r.ReadAt(buf[:k*slotLen], slotsOff+i*slotLen)
