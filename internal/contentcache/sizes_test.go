@@ -177,3 +177,20 @@ func TestByDigestStaysWithinOneHost(t *testing.T) {
 		e.Release()
 	}
 }
+
+// The space an entry of a huge file takes is counted by the blocks it
+// stores: a file a server claims is 8 TiB, of which only the last block
+// was read (its data file is then 8 TiB long, sparse), must
+// not count as the 32 GiB its full record would take (and have the rest
+// of the cache evicted for it).
+func TestScanCountsHugeEntryByBlocksStored(t *testing.T) {
+	const size = 8 << 40
+	c := openCache(t, t.TempDir(), nil)
+	e := entry(t, c, testKey("huge", size))
+	if err := e.Fill(source("huge", testBS), size-testBS); err != nil {
+		t.Fatal(err)
+	}
+	if total := c.scan().total; total > 1<<20 {
+		t.Errorf("an 8 TiB entry holding one block counted as %d bytes", total)
+	}
+}
