@@ -186,28 +186,32 @@ type Entry struct {
 	released atomic.Bool
 }
 
+// MaxFileSize is the largest file the cache stores: 16 TiB, the largest
+// file ext4 holds (the data file is as large as the remote one). It keeps
+// every offset and block count computed from a size that a server chose
+// far from overflowing.
+const MaxFileSize = 1 << 44
+
+// ErrTooLarge: the file's size is one the cache does not store (more than
+// MaxFileSize, or negative). The file is read from the server uncached.
+var ErrTooLarge = errors.New("size out of the disk cache's range")
+
+// blockCount is how many blocks of bs bytes hold size bytes (size at most
+// MaxFileSize).
+func blockCount(size, bs int64) int64 { return size/bs + min(size%bs, 1) }
+
 // Entry returns the entry of k, reading what the disk holds of it.
 func (c *Cache) Entry(k Key) (*Entry, error) {
-	if k.Size < 0 {
-		return nil, fmt.Errorf("content cache %s:%s: negative size %d", k.Host, k.Path, k.Size)
+	if k.Size < 0 || k.Size > MaxFileSize {
+		return nil, fmt.Errorf("content cache, %d bytes: %w", k.Size, ErrTooLarge)
 	}
-	id := entryID(k, c.bs)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, errors.New("content cache: closed")
+	s, loaded, err := c.hold(entryID(k, c.bs), k)
+	if err != nil {
+		return nil, err
 	}
-	s, loaded := c.states[id]
-	if !loaded {
-		s = c.newState(id, k.Size)
-		c.states[id] = s
-	}
-	s.refs++
-	c.mu.Unlock()
 	if !loaded {
 		c.stats.loads.Add(1)
-		s.loadErr = s.load()
-		close(s.ready)
+		s.loadOnce()
 	}
 	<-s.ready
 	if s.loadErr != nil {
@@ -218,6 +222,24 @@ func (c *Cache) Entry(k Key) (*Entry, error) {
 		c.queueHash(s)
 	}
 	return &Entry{s: s}, nil
+}
+
+// hold takes a reference on the state of entry id, making it if no Entry
+// holds one (loaded false: the caller loads it). c.mu is released however
+// it returns: a lock left held would stop every later open.
+func (c *Cache) hold(id string, k Key) (s *state, loaded bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false, errors.New("content cache: closed")
+	}
+	s, loaded = c.states[id]
+	if !loaded {
+		s = c.newState(id, k.owner(), k.Size)
+		c.states[id] = s
+	}
+	s.refs++
+	return s, loaded, nil
 }
 
 // BlockSize is the unit in which large files are fetched and stored.

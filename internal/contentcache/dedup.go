@@ -2,7 +2,7 @@ package contentcache
 
 import (
 	"errors"
-	"slices"
+	"maps"
 )
 
 // Digest returns the SHA-256 of the content when known: computed when the
@@ -73,7 +73,7 @@ func (c *Cache) linkObject(s *state, sum [32]byte) bool {
 	if s.small {
 		return c.linkSmallObject(s, sum)
 	}
-	o, _, err := c.openPair(c.objectDir(sum), s.size)
+	o, _, err := c.openPair(c.objectDir(s.host, sum), s.size)
 	if err != nil {
 		if !errors.Is(err, errNotExist) && !errors.Is(err, errBroken) {
 			c.logErr("content cache", err)
@@ -124,7 +124,7 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 	if s.size == 0 {
 		return
 	}
-	obj := c.objectDir(sum)
+	obj := c.objectDir(s.host, sum)
 	o, _, err := c.openPair(obj, s.size)
 	switch {
 	case errors.Is(err, errNotExist):
@@ -205,16 +205,15 @@ func (c *Cache) objectGood(o *pair, sum [32]byte, s *state) bool {
 	if kind, got := s.readDigest(o); kind != digestComputed || got != sum {
 		return false
 	}
-	t := c.newState("object", s.size)
+	t := c.newState("object", s.host, s.size)
 	t.dir = o.d.Name()
-	slots := make([]byte, t.nblk*slotLen)
-	n, err := o.r.ReadAt(slots, slotsOff)
-	if err != nil && !isEOF(err) {
+	slots, err := t.readSlots(o, 0, t.nblk-1)
+	if err != nil {
 		return false
 	}
-	t.attach(o, slots[:n], digestComputed, sum)
+	t.attach(o, slots, digestComputed, sum)
 	s.mu.Lock()
-	same := t.nPresent == t.nblk && slices.Equal(t.crcs, s.crcs)
+	same := t.nPresent == t.nblk && maps.Equal(t.crcs, s.crcs)
 	s.mu.Unlock()
 	if !same {
 		return false

@@ -8,11 +8,13 @@
 //
 //	e/<xx>/<P>/<V>/r, d   one entry per Key: P = 32 hex digits of a hash of
 //	                      (host, path), xx its first two; V = 16 hex digits
-//	                      of a hash of (P, size, mtime, block size)
-//	o/<xx>/<S>-<b>/r, d   the stored copy of content whose SHA-256 is S,
-//	                      in blocks of 2^b bytes (dedup)
+//	                      of a hash of (P, size, mtime, block size,
+//	                      branch)
+//	o/<xx>/<S>-<b>/r, d   the stored copy of one host's content, S = 64 hex
+//	                      digits of a hash of (host, SHA-256 of the
+//	                      content), in blocks of 2^b bytes (dedup)
 //	s/<xx>/<P>-<V>        a small entry: content of at most one block
-//	o/<xx>/<S>.s          the stored copy of small content
+//	o/<xx>/<S>.s          the stored copy of one host's small content
 //	tmp/                  directories and small files being built
 //	trash/                directories being removed
 //
@@ -92,6 +94,15 @@
 // the next scan once old enough not to be another process's work.
 //
 // # Dedup
+//
+// Content is shared only among the files of one host and branch (a Key's
+// Host and Branch): a server that reports, for a file of its own, the
+// digest of another host's file must not be served that content as its
+// file's, nor learn what this machine stores from the READs it does not
+// get. Sizes are
+// bounded before anything is computed from them (MaxFileSize), and an
+// entry's memory follows the blocks it stores, not the size a server
+// claims.
 //
 // A small entry is hashed at Fill. If the stored copy of that digest holds
 // the same bytes (compared, not only hashed), the entry becomes another

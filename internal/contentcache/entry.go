@@ -218,10 +218,8 @@ func (e *Entry) Fill(data []byte, off int64) error {
 	if s.c.stopped {
 		return nil
 	}
-	bs := s.c.bs
-	end := off + int64(len(data))
-	if off < 0 || off%bs != 0 || end > s.size || (int64(len(data))%bs != 0 && end != s.size) {
-		return fmt.Errorf("fill %s: [%d, %d) is not whole blocks of a %d-byte file", s.dir, off, end, s.size)
+	if !s.wholeBlocks(off, int64(len(data))) {
+		return fmt.Errorf("fill %s: %d bytes at %d are not whole blocks of a %d-byte file", s.dir, len(data), off, s.size)
 	}
 	if len(data) == 0 {
 		return nil
@@ -234,7 +232,21 @@ func (e *Entry) Fill(data []byte, off int64) error {
 	if s.small {
 		return s.fillSmall(data)
 	}
-	return s.fillLocked(data, off, end)
+	return s.fillLocked(data, off, off+int64(len(data)))
+}
+
+// wholeBlocks reports whether n bytes at off are whole blocks of the
+// content, the last one possibly ending at its size; computed without
+// overflowing whatever off and n are.
+func (s *state) wholeBlocks(off, n int64) bool {
+	bs := s.c.bs
+	switch {
+	case off < 0 || n < 0 || off > s.size || n > s.size-off || off%bs != 0:
+		return false
+	case n%bs != 0:
+		return off+n == s.size
+	}
+	return true
 }
 
 // maxPendingFills bounds the fills FillAsync runs at once, and so the

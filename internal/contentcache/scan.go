@@ -98,8 +98,10 @@ func (c *Cache) scanDir(res *scanResult, pfd int, name, ppath string, entry bool
 	g := res.groups[d.Ino]
 	if g == nil {
 		// The record's size is estimated from the data's rather than
-		// read: one system call less per entry.
-		rec := (slotsOff + slotLen*(d.Size+c.bs-1)/c.bs + 4095) &^ 4095
+		// read: one system call less per entry. From the data's blocks
+		// on disk, not its length: a file the server says is huge takes
+		// a slot for each block stored only.
+		rec := (slotsOff + slotLen*(d.Blocks*512+c.bs-1)/c.bs + 4095) &^ 4095
 		g = &group{ino: d.Ino, size: d.Blocks*512 + rec, used: d.Mtim.Nano()}
 		res.groups[d.Ino] = g
 		res.total += g.size

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -73,10 +72,10 @@ func (c *Cache) smallPath(id string) string {
 	return filepath.Join(c.root, smallDir, id[:2], id)
 }
 
-// smallObject is the stored copy of small content whose SHA-256 is sum:
-// content/o/<2 hex>/<64 hex>.s, a file.
-func (c *Cache) smallObject(sum [32]byte) string {
-	h := hex.EncodeToString(sum[:])
+// smallObject is the stored copy, among host's files, of small content
+// whose SHA-256 is sum: content/o/<2 hex>/<64 hex>.s, a file.
+func (c *Cache) smallObject(host string, sum [32]byte) string {
+	h := objectID(host, sum)
 	return filepath.Join(c.root, objectsDir, h[:2], h+smallSuffix)
 }
 
@@ -145,9 +144,7 @@ func (s *state) reloadSmall() error {
 // attachSmall makes p, described by h, the state's files; verified: its
 // data was checked (or written) by this process.
 func (s *state) attachSmall(p *pair, h smallHeader, verified bool) {
-	slot := make([]byte, slotLen)
-	putSlot(slot, 0, h.crc, s.size, slotPresent)
-	s.attach(p, slot, digestComputed, h.sum)
+	s.attach(p, []slot{{i: 0, crc: h.crc}}, digestComputed, h.sum)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastTouch.Store(p.dMtime)
@@ -175,7 +172,7 @@ func (s *state) fillSmall(data []byte) error {
 	if err := s.c.reserve(smallHdrLen + s.size); err != nil {
 		return fmt.Errorf("fill %s: %w", s.dir, err)
 	}
-	p, shared, err := s.c.storeSmall(s.dir, h, data)
+	p, shared, err := s.c.storeSmall(s.dir, s.host, h, data)
 	if err != nil {
 		return err
 	}
@@ -194,8 +191,8 @@ func (s *state) fillSmall(data []byte) error {
 // storeSmall installs at path a file of header h and data: a new name of
 // the stored copy of that content when it holds exactly these bytes
 // (shared), otherwise a new file, which becomes the stored copy.
-func (c *Cache) storeSmall(path string, h smallHeader, data []byte) (p *pair, shared bool, err error) {
-	obj := c.smallObject(h.sum)
+func (c *Cache) storeSmall(path, host string, h smallHeader, data []byte) (p *pair, shared bool, err error) {
+	obj := c.smallObject(host, h.sum)
 	if o := c.sameSmall(obj, h, data); o != nil {
 		tmp := filepath.Join(c.root, tmpDir, randName())
 		src := "/proc/self/fd/" + strconv.Itoa(int(o.d.Fd()))
@@ -379,7 +376,7 @@ func (s *state) verifiedSmall() (*os.File, bool) {
 // small content whose digest is sum, and reports whether s is then
 // complete. The data is checked at its first read, like any block.
 func (c *Cache) linkSmallObject(s *state, sum [32]byte) bool {
-	f, err := openFile(c.smallObject(sum))
+	f, err := openFile(c.smallObject(s.host, sum))
 	if err != nil {
 		return false
 	}

@@ -47,7 +47,7 @@ func TestSmallLayout(t *testing.T) {
 	}
 	b := entry(t, c, kb)
 	fillAll(t, b, src)
-	obj := c.smallObject(sha256Sum(src))
+	obj := c.smallObject(testKey("", 0).owner(), sha256Sum(src))
 	if ino := inode(t, smallFile(c, ka)); inode(t, smallFile(c, kb)) != ino || inode(t, obj) != ino {
 		t.Error("entries of the same small content do not share one file")
 	}
@@ -176,7 +176,7 @@ func TestSmallDamagedCopy(t *testing.T) {
 	flipAt(t, smallFile(c, ka), smallHdrLen+7) // also the stored copy: one file
 	b := entry(t, c, kb)
 	fillAll(t, b, src)
-	obj := c.smallObject(sha256Sum(src))
+	obj := c.smallObject(testKey("", 0).owner(), sha256Sum(src))
 	if inode(t, smallFile(c, kb)) == inode(t, smallFile(c, ka)) || inode(t, obj) != inode(t, smallFile(c, kb)) {
 		t.Error("a damaged stored copy was shared or not replaced")
 	}

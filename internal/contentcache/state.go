@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ type state struct {
 	c      *Cache
 	id     string
 	dir    string
+	host   string // the Key's owner: content is shared only among its files
 	size   int64
 	nblk   int64
 	small  bool          // at most one block: one file at dir (small.go)
@@ -36,13 +38,13 @@ type state struct {
 	// mu guards the fields below. It is never held across disk I/O, so
 	// readers of present blocks do not wait on each other or on a Fill.
 	mu        sync.Mutex
-	files     *pair    // nil until the entry exists on disk
-	retired   []*pair  // replaced files, closed at the last Release (reads may still use them)
-	copied    *os.File // small entries: the checked copy of files' content Verified hands out
-	crcs      []uint32
-	known     bitset // crcs holds the block's CRC: present, or dropped
-	present   bitset // the slot says the block is there
-	verified  bitset // checked (or written) through files in this process
+	files     *pair            // nil until the entry exists on disk
+	retired   []*pair          // replaced files, closed at the last Release (reads may still use them)
+	copied    *os.File         // small entries: the checked copy of files' content Verified hands out
+	crcs      map[int64]uint32 // by block; only blocks in known
+	known     bitset           // crcs holds the block's CRC: present, or dropped
+	present   bitset           // the slot says the block is there
+	verified  bitset           // checked (or written) through files in this process
 	nPresent  int64
 	nVerified int64
 	digest    [32]byte
@@ -55,26 +57,44 @@ type state struct {
 	dropsLogged atomic.Bool  // a dropped block was logged as a warning
 }
 
-type bitset []uint64
+// bitset is a set of block numbers, sparse: a word is allocated once one
+// of its 64 blocks is in the set, so that the memory an entry takes
+// follows the blocks stored, never the size the server claims.
+type bitset map[int64]uint64
 
-func newBitset(n int64) bitset          { return make(bitset, (n+63)/64) }
-func (b bitset) has(i int64) bool       { return b[i>>6]&(1<<(i&63)) != 0 }
-func (b bitset) set(i int64)            { b[i>>6] |= 1 << (i & 63) }
-func (b bitset) clear(i int64)          { b[i>>6] &^= 1 << (i & 63) }
+func (b bitset) has(i int64) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+func (b bitset) set(i int64)      { b[i>>6] |= 1 << (i & 63) }
+func (b bitset) clear(i int64) {
+	if w := b[i>>6] &^ (1 << (i & 63)); w != 0 {
+		b[i>>6] = w
+	} else {
+		delete(b, i>>6)
+	}
+}
+
 func isEOF(err error) bool              { return errors.Is(err, io.EOF) }
 func (s *state) blockLen(i int64) int64 { return min(s.c.bs, s.size-i*s.c.bs) }
 
-func (c *Cache) newState(id string, size int64) *state {
-	n := (size + c.bs - 1) / c.bs
+// newState allocates nothing that grows with size, which the caller has
+// checked against MaxFileSize: it runs under c.mu.
+func (c *Cache) newState(id, host string, size int64) *state {
 	s := &state{
-		c: c, id: id, dir: c.entryDir(id), size: size, nblk: n, small: c.isSmall(size),
+		c: c, id: id, host: host, dir: c.entryDir(id), size: size, nblk: blockCount(size, c.bs), small: c.isSmall(size),
 		ready: make(chan struct{}),
-		crcs:  make([]uint32, n), known: newBitset(n), present: newBitset(n), verified: newBitset(n),
+		crcs:  map[int64]uint32{}, known: bitset{}, present: bitset{}, verified: bitset{},
 	}
 	if s.small {
 		s.dir = c.smallPath(id)
 	}
 	return s
+}
+
+// loadOnce loads the state and then lets the other users of it in, even
+// if loading failed in a way nobody foresaw: they would wait forever.
+func (s *state) loadOnce() {
+	defer close(s.ready)
+	s.loadErr = errors.New("loading the entry failed")
+	s.loadErr = s.load()
 }
 
 // load reads the entry from disk, if there is one. A damaged one is
@@ -106,14 +126,13 @@ func (s *state) reload() error {
 	if err != nil {
 		return err
 	}
-	slots := make([]byte, s.nblk*slotLen)
-	n, err := p.r.ReadAt(slots, slotsOff)
-	if err != nil && !isEOF(err) {
+	slots, err := s.readSlots(p, 0, s.nblk-1)
+	if err != nil {
 		p.close()
-		return fmt.Errorf("read %s: %w", p.r.Name(), err)
+		return err
 	}
 	kind, sum := s.readDigest(p)
-	s.attach(p, slots[:n], kind, sum)
+	s.attach(p, slots, kind, sum)
 	s.c.touch(s, p, false)
 	return nil
 }
@@ -125,7 +144,7 @@ func (s *state) readDigest(p *pair) (uint32, [32]byte) {
 }
 
 // attach replaces the in-memory view with files p and their slots.
-func (s *state) attach(p *pair, slots []byte, kind uint32, sum [32]byte) {
+func (s *state) attach(p *pair, slots []slot, kind uint32, sum [32]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.files != nil {
@@ -140,12 +159,13 @@ func (s *state) attach(p *pair, slots []byte, kind uint32, sum [32]byte) {
 	if p != nil {
 		s.lastTouch.Store(p.dMtime)
 	}
+	clear(s.crcs)
 	clear(s.known)
 	clear(s.present)
 	clear(s.verified)
 	s.nPresent, s.nVerified = 0, 0
-	for i := int64(0); i < s.nblk && (i+1)*slotLen <= int64(len(slots)); i++ {
-		s.addSlot(slots[i*slotLen:], i)
+	for _, sl := range slots {
+		s.addSlot(sl)
 	}
 	// A digest the caller trusted stays known across a reload; one
 	// computed from other files does not carry over unless read back.
@@ -211,9 +231,8 @@ func (s *state) refresh(p *pair, b0, b1 int64) {
 	if s.small {
 		return // never written again
 	}
-	buf := make([]byte, (b1-b0+1)*slotLen)
-	n, err := p.r.ReadAt(buf, slotsOff+b0*slotLen)
-	if err != nil && !isEOF(err) {
+	slots, err := s.readSlots(p, b0, b1)
+	if err != nil {
 		return
 	}
 	s.mu.Lock()
@@ -221,23 +240,76 @@ func (s *state) refresh(p *pair, b0, b1 int64) {
 	if s.files != p {
 		return
 	}
-	for i := b0; i <= b1 && (i-b0+1)*slotLen <= int64(n); i++ {
-		if !s.present.has(i) {
-			s.addSlot(buf[(i-b0)*slotLen:], i)
+	for _, sl := range slots {
+		if !s.present.has(sl.i) {
+			s.addSlot(sl)
 		}
 	}
 }
 
-// addSlot (mu held) takes in the slot of block i, absent in memory.
-func (s *state) addSlot(b []byte, i int64) {
-	c, n, st := getSlot(b, i)
-	if st == slotAbsent || n != s.blockLen(i) {
-		return
+// slot is what the record says of block i: present with CRC-32C crc, or
+// dropped after holding it.
+type slot struct {
+	i       int64
+	crc     uint32
+	dropped bool
+}
+
+// slotChunk is how many slots readSlots reads at once.
+const slotChunk = 4096
+
+// readSlots returns the slots of p's record for blocks [b0, b1] that are
+// present or dropped, reading a chunk at a time and skipping the holes of
+// the record: memory and time follow the blocks stored, not the span.
+func (s *state) readSlots(p *pair, b0, b1 int64) ([]slot, error) {
+	var out []slot
+	buf := make([]byte, min(b1-b0+1, slotChunk)*slotLen)
+	for i := b0; i <= b1; {
+		if i > b0 {
+			// Past the first chunk: a large file's record is mostly holes.
+			if i = s.nextSlotData(p, i); i > b1 {
+				break
+			}
+		}
+		k := min(b1-i+1, slotChunk)
+		n, err := p.r.ReadAt(buf[:k*slotLen], slotsOff+i*slotLen)
+		if err != nil && !isEOF(err) {
+			return nil, fmt.Errorf("read %s: %w", p.r.Name(), err)
+		}
+		for j := int64(0); (j+1)*slotLen <= int64(n); j++ {
+			c, l, st := getSlot(buf[j*slotLen:], i+j)
+			if st != slotAbsent && l == s.blockLen(i+j) {
+				out = append(out, slot{i: i + j, crc: c, dropped: st == slotDropped})
+			}
+		}
+		if int64(n) < k*slotLen {
+			break // the record ends
+		}
+		i += k
 	}
-	s.crcs[i] = c
-	s.known.set(i)
-	if st == slotPresent {
-		s.present.set(i)
+	return out, nil
+}
+
+// nextSlotData returns the first block from i on whose slot may hold
+// data: the record is sparse, and a hole reads as absent slots. Past the
+// record's data it returns MaxInt64; when the filesystem cannot tell, i.
+func (s *state) nextSlotData(p *pair, i int64) int64 {
+	off, err := unix.Seek(int(p.r.Fd()), slotsOff+i*slotLen, unix.SEEK_DATA)
+	switch {
+	case errors.Is(err, unix.ENXIO):
+		return math.MaxInt64
+	case err != nil || off <= slotsOff+i*slotLen:
+		return i
+	}
+	return (off - slotsOff) / slotLen
+}
+
+// addSlot (mu held) takes in a slot of a block absent in memory.
+func (s *state) addSlot(sl slot) {
+	s.crcs[sl.i] = sl.crc
+	s.known.set(sl.i)
+	if !sl.dropped {
+		s.present.set(sl.i)
 		s.nPresent++
 	}
 }

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"math"
 	"syscall"
 	"time"
 
@@ -20,8 +21,8 @@ func (f *filesys) fillAttr(out *fuse.Attr, a remote.Attr) {
 		mode &^= *f.opts.Umask & 07777
 	}
 	out.Mode = mode
-	out.Size = a.Size
-	out.Blocks = (a.Size + 511) / 512
+	out.Size = kernelSize(a.Size)
+	out.Blocks = out.Size/512 + min(out.Size%512, 1)
 	out.Blksize = blockSize
 	out.Nlink = 1
 	out.Uid, out.Gid = f.localIDs(a.UID, a.GID)
@@ -30,6 +31,11 @@ func (f *filesys) fillAttr(out *fuse.Attr, a remote.Attr) {
 	// SFTP carries no change time; the modification time is the closest.
 	setTime(&out.Ctime, &out.Ctimensec, a.Mtime)
 }
+
+// kernelSize is the size the kernel is told of a file the server says
+// has size bytes: the kernel keeps sizes as signed 64-bit numbers, and a
+// larger one (a server's -1) would read there as negative.
+func kernelSize(size uint64) uint64 { return min(size, math.MaxInt64) }
 
 func setTime(sec *uint64, nsec *uint32, t time.Time) {
 	if t.IsZero() || t.Unix() < 0 {

@@ -14,6 +14,7 @@ import (
 
 	"sshfsm/internal/cache"
 	"sshfsm/internal/contentcache"
+	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 	"sshfsm/internal/transport"
 )
@@ -66,27 +67,45 @@ func (n *node) contentVersion(ctx context.Context, p string) (a remote.Attr, ok 
 		}
 		n.remember(a)
 	}
-	if fileType(a) != syscall.S_IFREG || time.Since(a.Mtime) < racyWindow {
+	// A size the disk cache cannot hold (a hostile or broken server's)
+	// is read uncached.
+	if fileType(a) != syscall.S_IFREG || time.Since(a.Mtime) < racyWindow || a.Size > contentcache.MaxFileSize {
 		return a, false, 0
 	}
 	return a, true, 0
 }
 
 // versionKey identifies one version of one file among the fetches in
-// progress.
+// progress and in the disk cache.
 type versionKey struct {
-	size  int64
-	mtime int64 // unix nanoseconds
+	size   int64
+	mtime  int64  // unix nanoseconds
+	branch string // namespace.Origin: which branch served it
 }
 
-func contentKey(a remote.Attr) versionKey {
-	return versionKey{int64(a.Size), a.Mtime.UnixNano()}
+func contentKey(a remote.Attr, branch string) versionKey {
+	return versionKey{int64(a.Size), a.Mtime.UnixNano(), branch}
 }
 
-// contentEntry returns the disk cache's entry of the version a of p.
-func (f *filesys) contentEntry(p string, a remote.Attr) *contentcache.Entry {
-	e, err := f.opts.Content.Entry(contentcache.Key{
-		Host: f.opts.ContentID, Path: p, Size: int64(a.Size), Mtime: a.Mtime})
+// version returns the version a of p as the branch serving p now has it:
+// a file of another branch of the same size and mtime is another file.
+func (f *filesys) version(ctx context.Context, p string, a remote.Attr) (versionKey, error) {
+	b, err := namespace.Origin(ctx, f.ns, p)
+	return contentKey(a, b), err
+}
+
+// cacheKey names version v of p in the disk cache.
+func (f *filesys) cacheKey(p string, v versionKey) contentcache.Key {
+	return contentcache.Key{Host: f.opts.ContentID, Branch: v.branch, Path: p, Size: v.size, Mtime: time.Unix(0, v.mtime)}
+}
+
+// contentEntry returns the disk cache's entry of the version v of p.
+func (f *filesys) contentEntry(p string, v versionKey) *contentcache.Entry {
+	e, err := f.opts.Content.Entry(f.cacheKey(p, v))
+	if errors.Is(err, contentcache.ErrTooLarge) {
+		f.log.Debug("disk cache: file read uncached", "path", p, "err", err)
+		return nil
+	}
 	if err != nil {
 		f.log.Warn("disk cache", "path", p, "err", err)
 		return nil
@@ -114,14 +133,18 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 	if errno != 0 || !ok {
 		return nil, 0, errno
 	}
-	e := n.fsys.contentEntry(p, a)
+	v, err := n.fsys.version(ctx, p, a)
+	if err != nil {
+		return nil, 0, 0 // the open, made uncached, meets the same error
+	}
+	e := n.fsys.contentEntry(p, v)
 	if e == nil {
 		return nil, 0, 0
 	}
 	if n.fsys.worthFinding(e, a) {
-		n.findStored(ctx, p, a)
+		n.findStored(ctx, p, v)
 	}
-	h := &handle{n: n, ce: e, ck: contentKey(a)}
+	h := &handle{n: n, ce: e, ck: v}
 	if !e.Complete() && !n.fsys.fillsWhole(p, h.ck) || !n.fsys.mayRead(a) {
 		f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
 		if err != nil {
@@ -154,14 +177,14 @@ func (f *filesys) worthFinding(e *contentcache.Entry, a remote.Attr) bool {
 	return !known
 }
 
-// findStored asks the server for the digest of version a of p, a file
+// findStored asks the server for the digest of version v of p, a file
 // the disk cache lacks although it stores content of that exact size: a
-// copy of a file it holds (another revision directory, a copy on another
-// host) is then served from the stored content, which learnDigest gives
+// copy of a file it holds from the same host and branch (another revision
+// directory) is then served from the stored content, which learnDigest gives
 // to the version's entry, instead of being fetched. The file's bytes
 // never cross the link (sha256sum runs on the server). Hosts without
 // commands, and failures, leave the entry as it was.
-func (n *node) findStored(ctx context.Context, p string, a remote.Attr) {
+func (n *node) findStored(ctx context.Context, p string, v versionKey) {
 	sum, err := n.serverDigest(ctx, p)
 	if err != nil {
 		if !errors.Is(err, errNoDigester) && !errors.Is(err, transport.ErrNoExec) {
@@ -169,7 +192,7 @@ func (n *node) findStored(ctx context.Context, p string, a remote.Attr) {
 		}
 		return
 	}
-	n.fsys.learnDigest(ctx, p, a, sum)
+	n.fsys.learnDigest(ctx, p, v, sum)
 }
 
 // readCached answers a read from the disk cache entry e, fetching the

@@ -75,7 +75,7 @@ func (n *node) openKept(p string, flags uint32, late bool) (*handle, uint32, boo
 	if !ok {
 		return nil, 0, false
 	}
-	h := &handle{n: n, ck: contentKey(a)}
+	h := &handle{n: n, ck: contentKey(a, "")} // its branch is learnt by attachCache
 	h.lateCache.Store(late)
 	n.addLazy(h)
 	return h, fl, true
@@ -106,8 +106,11 @@ func (h *handle) attachCache(ctx context.Context) bool {
 	if !ok || h.opened() != nil || time.Since(time.Unix(0, h.ck.mtime)) < racyWindow {
 		return true
 	}
-	a := remote.Attr{Mode: syscall.S_IFREG, Size: uint64(h.ck.size), Mtime: time.Unix(0, h.ck.mtime)}
-	e := h.n.fsys.contentEntry(p, a)
+	v, err := h.n.fsys.version(ctx, p, remote.Attr{Size: uint64(h.ck.size), Mtime: time.Unix(0, h.ck.mtime)})
+	if err != nil {
+		return false
+	}
+	e := h.n.fsys.contentEntry(p, v)
 	if e == nil {
 		return true
 	}
@@ -117,7 +120,7 @@ func (h *handle) attachCache(ctx context.Context) bool {
 			e.Release()
 			return false
 		}
-		if !ok || contentKey(cur) != h.ck {
+		if !ok || contentKey(cur, v.branch) != v {
 			e.Release()
 			return true
 		}

@@ -6,14 +6,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
 	"sshfsm/internal/cache"
-	"sshfsm/internal/contentcache"
 	"sshfsm/internal/interrupt"
 )
 
@@ -286,8 +284,7 @@ func (pt *passthrough) verify(f *filesys, k versionPath) {
 	}()
 	pt.sem <- struct{}{}
 	defer func() { <-pt.sem }()
-	e, err := f.opts.Content.Entry(contentcache.Key{Host: f.opts.ContentID, Path: k.path,
-		Size: k.v.size, Mtime: time.Unix(0, k.v.mtime)})
+	e, err := f.opts.Content.Entry(f.cacheKey(k.path, k.v))
 	if err != nil {
 		return
 	}

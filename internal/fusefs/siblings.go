@@ -251,7 +251,11 @@ func (s *siblings) fetchDir(dir string, d *siblingDir, read []string, in bool) {
 			return
 		}
 		p := join(dir, e.Name)
-		ce := s.f.contentEntry(p, a)
+		v, err := s.f.version(s.ctx, p, a)
+		if err != nil {
+			continue
+		}
+		ce := s.f.contentEntry(p, v)
 		if ce == nil {
 			continue
 		}
@@ -259,7 +263,7 @@ func (s *siblings) fetchDir(dir string, d *siblingDir, read []string, in bool) {
 			ce.Release()
 			continue
 		}
-		k := fillKey{p, contentKey(a), 0}
+		k := fillKey{p, v, 0}
 		fl, first := s.f.fills.start(k)
 		if !first { // a reader fetches it
 			ce.Release()

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"syscall"
 
-	"sshfsm/internal/contentcache"
 	"sshfsm/internal/namespace"
-	"sshfsm/internal/remote"
 	"sshfsm/internal/transport"
 )
 
@@ -97,8 +95,15 @@ func (n *node) digest(ctx context.Context) (sum [32]byte, errno syscall.Errno) {
 	if cacheable && a.Size == 0 {
 		return sha256.Sum256(nil), 0
 	}
+	var v versionKey
 	if cacheable {
-		if e := n.fsys.contentEntry(p, a); e != nil {
+		var err error
+		if v, err = n.fsys.version(ctx, p, a); err != nil {
+			cacheable = false
+		}
+	}
+	if cacheable {
+		if e := n.fsys.contentEntry(p, v); e != nil {
 			sum, ok := e.Digest()
 			e.Release()
 			if ok {
@@ -110,7 +115,7 @@ func (n *node) digest(ctx context.Context) (sum [32]byte, errno syscall.Errno) {
 	switch {
 	case err == nil:
 		if cacheable {
-			n.fsys.learnDigest(ctx, p, a, sum)
+			n.fsys.learnDigest(ctx, p, v, sum)
 		}
 		return sum, 0
 	case ctx.Err() != nil:
@@ -141,16 +146,19 @@ func (n *node) serverDigest(ctx context.Context, p string) (sum [32]byte, err er
 // the file is still the version a: the version's entry shares the stored
 // content of the same digest found under another path, or records the
 // digest for its own blocks to be checked against once complete.
-func (f *filesys) learnDigest(ctx context.Context, p string, a remote.Attr, sum [32]byte) {
+func (f *filesys) learnDigest(ctx context.Context, p string, v versionKey, sum [32]byte) {
 	now, err := f.ns.Lstat(ctx, p)
-	if err != nil || contentKey(now) != contentKey(a) {
+	if err != nil {
+		return
+	}
+	if cur, err := f.version(ctx, p, now); err != nil || cur != v {
 		return // changed while summed: the digest may be of either version
 	}
-	if e, ok := f.opts.Content.ByDigest(sum, contentcache.Key{Host: f.opts.ContentID, Path: p, Size: int64(a.Size), Mtime: a.Mtime}); ok {
+	if e, ok := f.opts.Content.ByDigest(sum, f.cacheKey(p, v)); ok {
 		e.Release()
 		return
 	}
-	if e := f.contentEntry(p, a); e != nil {
+	if e := f.contentEntry(p, v); e != nil {
 		e.SetDigest(sum)
 		e.Release()
 	}
@@ -165,8 +173,10 @@ func (n *node) streamDigest(ctx context.Context, p string) (sum [32]byte, errno 
 	if a, ok, errno := n.contentVersion(ctx, p); errno != 0 {
 		return sum, errno
 	} else if ok {
-		if e := n.fsys.contentEntry(p, a); e != nil {
-			h.ce, h.ck = e, contentKey(a)
+		if v, err := n.fsys.version(ctx, p, a); err == nil {
+			if e := n.fsys.contentEntry(p, v); e != nil {
+				h.ce, h.ck = e, v
+			}
 		}
 	}
 	f, err := n.fsys.ns.Open(ctx, p, syscall.O_RDONLY, 0)

@@ -37,3 +37,35 @@ func Serving(ctx context.Context, ns Namespace, p string) (remote.Remote, string
 	}
 	return ns, p, nil
 }
+
+// Origin names the branch that serves p now, for what is learnt of p's
+// content: "" when ns has one branch for p, otherwise the branch's place
+// in its union and its name (host and directory). Two branches may hold
+// files of the same name, size and mtime and different bytes; after a
+// failover the other one serves p.
+func Origin(ctx context.Context, ns Namespace, p string) (string, error) {
+	switch n := ns.(type) {
+	case *union:
+		if len(n.br) == 1 {
+			return "", nil
+		}
+		w, err := n.origin(ctx, p)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d %s", w, n.br[w].Name), nil
+	case *graft:
+		if p == "" {
+			if n.base == nil {
+				return "", nil
+			}
+			return Origin(ctx, n.base, p)
+		}
+		sub, rest, err := n.at("origin", p)
+		if err != nil {
+			return "", err
+		}
+		return Origin(ctx, sub, rest)
+	}
+	return "", nil
+}

@@ -169,6 +169,23 @@ func (u *union) find(ctx context.Context, p string) (int, remote.Attr, error) {
 	return w, c.attr[w], nil
 }
 
+// origin returns the branch whose copy of p the union shows. When a
+// single branch holds p's directory (as last learnt), that is the one,
+// and no branch is asked.
+func (u *union) origin(ctx context.Context, p string) (int, error) {
+	if p != "" {
+		l, err := u.layout(ctx, parentOf(p))
+		if err != nil {
+			return -1, err
+		}
+		if l.in.len() == 1 {
+			return l.in.first(), nil
+		}
+	}
+	w, _, err := u.find(ctx, p)
+	return w, err
+}
+
 func (u *union) Lstat(ctx context.Context, p string) (remote.Attr, error) {
 	_, a, err := u.find(ctx, p)
 	return a, err
