@@ -138,6 +138,11 @@ func (p *treeParser) record(rec []byte) error {
 	if err != nil {
 		return err
 	}
+	if !cleanTreePath(rel) {
+		// find's %P never prints one; a path like "/x", "a//b" or "a/.."
+		// would report a listing under a name that is no directory's.
+		return fmt.Errorf("%w: path %q", errTreeRecord, rel)
+	}
 	dir, name := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	i := len(p.stack) - 1
@@ -166,6 +171,24 @@ func (p *treeParser) record(rec []byte) error {
 	}
 	return nil
 }
+
+// cleanTreePath reports whether rel is a path below the starting point
+// made of valid file names: none empty, ".", ".." or longer than NAME_MAX.
+func cleanTreePath(rel string) bool {
+	for {
+		name, rest, more := strings.Cut(rel, "/")
+		if name == "" || name == "." || name == ".." || len(name) > nameMax {
+			return false
+		}
+		if !more {
+			return true
+		}
+		rel = rest
+	}
+}
+
+// nameMax is the longest file name Linux allows (NAME_MAX).
+const nameMax = 255
 
 // leave reports the top directory, complete unless unreadable.
 func (p *treeParser) leave() {
