@@ -40,6 +40,9 @@ type treeFrame struct {
 	rel  string // path below base; "" is base
 	ents []remote.DirEntry
 	bad  bool // unreadable: not reported
+	// subdirs are the names of the directories listed below this one:
+	// find lists each once, and a second would be reported twice.
+	subdirs map[string]bool
 }
 
 func newTreeParser(base string, depth, max int, fn func(string, []remote.DirEntry)) *treeParser {
@@ -166,6 +169,13 @@ func (p *treeParser) record(rec []byte) error {
 	}
 	top.ents = append(top.ents, remote.DirEntry{Name: name, Attr: a})
 	if typ == 'd' && strings.Count(rel, "/")+1 <= p.depth {
+		if top.subdirs[name] {
+			return fmt.Errorf("%w: %q listed twice", errTreeOrder, rel)
+		}
+		if top.subdirs == nil {
+			top.subdirs = map[string]bool{}
+		}
+		top.subdirs[name] = true
 		p.stack = append(p.stack, treeFrame{rel: rel})
 		p.opened = true
 	}
