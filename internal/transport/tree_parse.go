@@ -195,7 +195,7 @@ func (p *treeParser) record(rec []byte) error {
 func cleanTreePath(rel string) bool {
 	for {
 		name, rest, more := strings.Cut(rel, "/")
-		if name == "" || name == "." || name == ".." || len(name) > nameMax {
+		if !validName(name) {
 			return false
 		}
 		if !more {
