@@ -22,8 +22,9 @@ func escape(s string) string {
 }
 
 // FuzzMountinfo: a mount line the kernel prints for any mount point and
-// source reads back as them; any other line parses without panicking, and
-// Unescape never makes a string longer.
+// source reads back as them; any other line parses without panicking, to
+// a mount with a device, a mount point and a type or to none; Unescape
+// never makes a string longer.
 func FuzzMountinfo(f *testing.F) {
 	f.Add("/home/u/mnt dir", "u@h:/srv/a b\\c", "36 25 0:48 / /mnt rw,relatime - fuse.sshfsm h: rw")
 	f.Add("/m\n", "", `1 2 3:4 / /a\040b rw shared:1 - ext4 /dev/x rw`)
@@ -36,7 +37,7 @@ func FuzzMountinfo(f *testing.F) {
 		if !ok || m.Point != point || m.Source != source || m.FSType != "fuse.sshfsm" || m.Super != "rw,user_id=0" {
 			t.Fatalf("%q parsed as %+v, %v", l, m, ok)
 		}
-		if m, ok := parse(line); ok && (m.FSType == "" || m.Dev == "") {
+		if m, ok := parse(line); ok && (m.FSType == "" || m.Dev == "" || m.Point == "") {
 			t.Fatalf("%q parsed as %+v", line, m)
 		}
 		if u := Unescape(line); len(u) > len(line) {

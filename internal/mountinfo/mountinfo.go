@@ -68,7 +68,7 @@ func parse(line string) (Mount, bool) {
 			break
 		}
 	}
-	if sep < 0 || sep+2 >= len(f) {
+	if sep < 0 || sep+2 >= len(f) || f[2] == "" || f[4] == "" || f[sep+1] == "" {
 		return Mount{}, false
 	}
 	m := Mount{Point: Unescape(f[4]), Dev: f[2], Options: f[5], FSType: f[sep+1], Source: Unescape(f[sep+2])}
