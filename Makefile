@@ -1,10 +1,10 @@
-# Targets: build, test, lint, bench, demo, demo-stop, man, docs, clean.
+# Targets: build, test, lint, fuzz, bench, demo, demo-stop, man, docs, clean.
 # `make test` is scripts/test.sh: the same checks run locally and in CI.
 
 GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test lint bench demo demo-stop man docs clean
+.PHONY: all build test lint fuzz bench demo demo-stop man docs clean
 
 all: build
 
@@ -18,6 +18,11 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-ed (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# Every fuzz target, one at a time: SSHFSM_FUZZTIME each (default 2000x
+# inputs; e.g. SSHFSM_FUZZTIME=10m for a long run), SSHFSM_FUZZ to narrow.
+fuzz:
+	bash scripts/fuzz.sh
 
 bench:
 	$(GO) run ./bench

@@ -577,8 +577,14 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 	if r.byte() == 1 {
 		s.root, s.hasRoot = r.attr(), true
 	}
+	seen := map[string]bool{}
 	for r.err == nil && r.byte() == 1 {
 		path := r.string()
+		if !validDirPath(path) || seen[path] {
+			// A mount writes each directory once, at its clean path.
+			return nil, fmt.Errorf("damaged: directory %q", path)
+		}
+		seen[path] = true
 		l := &listing{used: r.varint()}
 		n := r.count()
 		l.names = make(map[string]entry, n)
@@ -589,8 +595,7 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 			if e.stale = r.byte() == 1; !e.stale {
 				e.attr = r.attr()
 			}
-			if _, dup := l.names[name]; dup || name == "" || name == "." || name == ".." ||
-				strings.ContainsAny(name, "/\x00") {
+			if _, dup := l.names[name]; dup || !validName(name) {
 				continue
 			}
 			l.names[name] = e
@@ -606,6 +611,29 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 		return nil, fmt.Errorf("damaged: %w", r.err)
 	}
 	return s, nil
+}
+
+// validDirPath reports whether p is the root ("") or a relative path of
+// valid names.
+func validDirPath(p string) bool {
+	if p == "" {
+		return true
+	}
+	for {
+		name, rest, more := strings.Cut(p, "/")
+		if !validName(name) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		p = rest
+	}
+}
+
+// validName reports whether name is one file name Linux allows.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && len(name) <= 255 && !strings.ContainsAny(name, "/\x00")
 }
 
 // reader decodes a snapshot's body. Names are substrings of s: the whole

@@ -170,6 +170,10 @@ func checkName(name string) error {
 		return fmt.Errorf("graft name %q is not a file name", name)
 	case strings.ContainsAny(name, "/\x00"):
 		return fmt.Errorf("graft name %q must be one file name, without '/'", name)
+	case strings.ContainsAny(name, "=:["):
+		// The command line's NAME= ends before the first of them, and the
+		// branch is shown in that form (fsname, status).
+		return fmt.Errorf("graft name %q must not contain '=', ':' or '['", name)
 	case len(name) > nameMax:
 		return fmt.Errorf("graft name longer than %d bytes", nameMax)
 	}

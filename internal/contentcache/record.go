@@ -113,8 +113,12 @@ func decodeMarker(b []byte) (boot [16]byte, size int64, ok bool) {
 	if len(b) < recordLen || binary.LittleEndian.Uint32(b) != markerMagic || !sealed(b[:recordLen]) {
 		return boot, 0, false
 	}
+	size = int64(binary.LittleEndian.Uint64(b[24:]))
+	if size < 0 {
+		return boot, 0, false
+	}
 	copy(boot[:], b[8:24])
-	return boot, int64(binary.LittleEndian.Uint64(b[24:])), true
+	return boot, size, true
 }
 
 // A slot records that block i holds n bytes whose CRC-32C is sum, or,

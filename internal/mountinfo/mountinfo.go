@@ -56,9 +56,11 @@ func At(dir string) (Mount, bool) {
 }
 
 // parse reads one line: id parent major:minor root point options
-// [optional fields...] - fstype source superoptions.
+// [optional fields...] - fstype source superoptions, separated by one
+// space each. The kernel escapes only space, tab, newline and backslash in
+// a field: any other blank (\r, \f, U+00A0) belongs to it.
 func parse(line string) (Mount, bool) {
-	f := strings.Fields(line)
+	f := strings.Split(line, " ")
 	sep := -1
 	for i := 6; i < len(f); i++ {
 		if f[i] == "-" {
@@ -66,7 +68,7 @@ func parse(line string) (Mount, bool) {
 			break
 		}
 	}
-	if sep < 0 || sep+2 >= len(f) {
+	if sep < 0 || sep+2 >= len(f) || f[2] == "" || f[4] == "" || f[sep+1] == "" {
 		return Mount{}, false
 	}
 	m := Mount{Point: Unescape(f[4]), Dev: f[2], Options: f[5], FSType: f[sep+1], Source: Unescape(f[sep+2])}

@@ -1,6 +1,12 @@
 package mountinfo
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestParse(t *testing.T) {
 	cases := []struct {
@@ -12,6 +18,10 @@ func TestParse(t *testing.T) {
 			Mount{Point: "/mnt/my dir", Dev: "98:0", Options: "rw,nosuid", FSType: "fuse.sshfsm", Source: `h:/a\b`, Super: "rw,user_id=0"}, true},
 		{`36 35 98:0 / /x ro - ext4 /dev/vda`, Mount{Point: "/x", Dev: "98:0", Options: "ro", FSType: "ext4", Source: "/dev/vda"}, true},
 		{`36 35 98:0 / /x ro ext4 /dev/vda`, Mount{}, false},
+		// The kernel escapes only space, tab, newline and backslash: other
+		// blanks are part of the field.
+		{"36 35 0:48 / /mnt/a\u00a0b\fc rw - fuse.sshfsm h:/d\re rw",
+			Mount{Point: "/mnt/a\u00a0b\fc", Dev: "0:48", Options: "rw", FSType: "fuse.sshfsm", Source: "h:/d\re", Super: "rw"}, true},
 		{``, Mount{}, false},
 	}
 	for _, c := range cases {
@@ -29,6 +39,26 @@ func TestAllSeesRoot(t *testing.T) {
 	}
 	if _, ok := At("/"); !ok || len(ms) == 0 {
 		t.Errorf("no mount at / among %d mounts", len(ms))
+	}
+}
+
+// A mount point whose name holds blanks the kernel does not escape is
+// found where it is mounted (as root, where tmpfs can be mounted).
+func TestAtOddBlanks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting tmpfs needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "mnt\u00a0with\fblanks\r")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("sshfsm-test", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	m, ok := At(dir)
+	if !ok || m.FSType != "tmpfs" || m.Source != "sshfsm-test" {
+		t.Errorf("At(%q) = %+v, %v", dir, m, ok)
 	}
 }
 

@@ -26,14 +26,16 @@ func (r hostRemote) SHA256(ctx context.Context, p string) (sum [32]byte, err err
 	return parseSHA256(out)
 }
 
-// parseSHA256 reads sha256sum's "HEX  -" line.
-func parseSHA256(out []byte) (sum [32]byte, err error) {
+// parseSHA256 reads sha256sum's "HEX  -" line. On an error the sum is
+// zero, never the digits decoded before the bad one.
+func parseSHA256(out []byte) ([32]byte, error) {
+	var sum [32]byte
 	f := bytes.Fields(out)
 	if len(f) == 0 || len(f[0]) != 2*len(sum) {
-		return sum, fmt.Errorf("sha256sum printed %q", out)
+		return [32]byte{}, fmt.Errorf("sha256sum printed %q", out)
 	}
 	if _, err := hex.Decode(sum[:], f[0]); err != nil {
-		return sum, fmt.Errorf("sha256sum printed %q: %w", out, err)
+		return [32]byte{}, fmt.Errorf("sha256sum printed %q: %w", out, err)
 	}
 	return sum, nil
 }

@@ -111,8 +111,10 @@ func (r *rawReads) oldest() (time.Time, bool) {
 	return t, !t.IsZero()
 }
 
-// fail ends every request with err; later ones fail at once.
-func (r *rawReads) fail(err error) {
+// fail ends every request with err, and taken, requests already taken out
+// of the session by an answer that turned out malformed; later ones fail at
+// once.
+func (r *rawReads) fail(err error, taken ...*rawReq) {
 	r.mu.Lock()
 	if r.err == nil {
 		// Not %w: a session that ended with io.EOF must not read as the
@@ -123,6 +125,9 @@ func (r *rawReads) fail(err error) {
 	r.reqs = map[uint32]*rawReq{}
 	r.mu.Unlock()
 	for _, q := range reqs {
+		q.finish(0, r.err)
+	}
+	for _, q := range taken {
 		q.finish(0, r.err)
 	}
 }
@@ -405,7 +410,8 @@ func writeHeader(b []byte, id uint32, handle string, off int64, n int) []byte {
 var errProtocol = errors.New("malformed sftp answer")
 
 // deliver reads the rest of an answer to request q (rest bytes after its
-// id) from r: data straight into q.dest, or a status.
+// id) from r: data straight into q.dest, or a status. On an error q is
+// left unfinished.
 func deliver(r io.Reader, q *rawReq, typ byte, rest int) error {
 	var small [4]byte
 	switch typ {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +35,12 @@ func statOf(fi os.FileInfo) *sftp.FileStat {
 		return st
 	}
 	return &sftp.FileStat{Size: uint64(fi.Size()), Mtime: uint32(fi.ModTime().Unix())}
+}
+
+// validName reports whether name is one file name Linux allows: not
+// empty, "." or "..", without '/' or NUL, at most NAME_MAX bytes.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && len(name) <= nameMax && !strings.ContainsAny(name, "/\x00")
 }
 
 func attrOf(fi os.FileInfo) remote.Attr {
@@ -96,6 +103,11 @@ func (r hostRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, e
 		}
 		es := make([]remote.DirEntry, 0, len(fis))
 		for _, fi := range fis {
+			if !validName(fi.Name()) {
+				// No file has it: a server's bug or a hostile one. An
+				// entry it cannot stat is left out the same way.
+				continue
+			}
 			es = append(es, remote.DirEntry{Name: fi.Name(), Attr: attrOf(fi)})
 		}
 		out = es

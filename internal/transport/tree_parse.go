@@ -22,14 +22,16 @@ import (
 // open when the stream ends are reported by finish, once the command is
 // known to have ended well.
 type treeParser struct {
-	base   string // tree path of the listed directory
-	depth  int    // levels of directories listed below base
-	max    int    // entries to read at most
-	fn     func(string, []remote.DirEntry)
-	marked bool // the marker line arrived
-	n      int  // records read
-	errors int  // error messages of find in the stream
-	stack  []treeFrame
+	base  string // tree path of the listed directory
+	depth int    // levels of directories listed below base
+	max   int    // entries to read at most
+	// maxRecord bounds a record: the fields, then at most depth+1 names.
+	maxRecord int
+	fn        func(string, []remote.DirEntry)
+	marked    bool // the marker line arrived
+	n         int  // records read
+	errors    int  // error messages of find in the stream
+	stack     []treeFrame
 	// opened: the top frame was pushed by the latest record; an error
 	// message now is about that directory (find could not read it).
 	opened bool
@@ -40,13 +42,16 @@ type treeFrame struct {
 	rel  string // path below base; "" is base
 	ents []remote.DirEntry
 	bad  bool // unreadable: not reported
+	// subdirs are the names of the directories listed below this one:
+	// find lists each once, and a second would be reported twice.
+	subdirs map[string]bool
 }
 
 func newTreeParser(base string, depth, max int, fn func(string, []remote.DirEntry)) *treeParser {
 	if base == "." {
 		base = ""
 	}
-	return &treeParser{base: base, depth: depth, max: max, fn: fn}
+	return &treeParser{base: base, depth: depth, max: max, fn: fn, maxRecord: 256 + (depth+1)*(nameMax+1)}
 }
 
 // read consumes the command's output up to its end.
@@ -73,7 +78,7 @@ func (p *treeParser) read(r io.Reader) error {
 			p.failed()
 			continue
 		}
-		rec, err := readRecord(br)
+		rec, err := readRecord(br, p.maxRecord)
 		if err != nil {
 			return err
 		}
@@ -84,19 +89,25 @@ func (p *treeParser) read(r io.Reader) error {
 }
 
 // readRecord returns the rest of a record, without its NUL; the slice is
-// valid until the next read.
-func readRecord(br *bufio.Reader) ([]byte, error) {
+// valid until the next read. A record longer than limit is malformed: the
+// server is not sending find's output.
+func readRecord(br *bufio.Reader, limit int) ([]byte, error) {
 	rec, err := br.ReadSlice(0)
 	if err == bufio.ErrBufferFull {
 		// A path longer than the buffer: rare, so copy.
-		var rest []byte
-		rest, err = br.ReadBytes(0)
-		rec = append(append([]byte(nil), rec...), rest...)
+		rec = append([]byte(nil), rec...)
+		for err == bufio.ErrBufferFull && len(rec) <= limit {
+			var more []byte
+			more, err = br.ReadSlice(0)
+			rec = append(rec, more...)
+		}
 	}
-	if err == io.EOF {
+	switch {
+	case len(rec) > limit:
+		return nil, fmt.Errorf("%w: longer than %d bytes", errTreeRecord, limit)
+	case err == io.EOF:
 		return nil, fmt.Errorf("tree listing cut short: %w", io.ErrUnexpectedEOF)
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
 	}
 	return rec[:len(rec)-1], nil
@@ -138,6 +149,11 @@ func (p *treeParser) record(rec []byte) error {
 	if err != nil {
 		return err
 	}
+	if !cleanTreePath(rel) {
+		// find's %P never prints one; a path like "/x", "a//b" or "a/.."
+		// would report a listing under a name that is no directory's.
+		return fmt.Errorf("%w: path %q", errTreeRecord, rel)
+	}
 	dir, name := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	i := len(p.stack) - 1
@@ -161,11 +177,36 @@ func (p *treeParser) record(rec []byte) error {
 	}
 	top.ents = append(top.ents, remote.DirEntry{Name: name, Attr: a})
 	if typ == 'd' && strings.Count(rel, "/")+1 <= p.depth {
+		if top.subdirs[name] {
+			return fmt.Errorf("%w: %q listed twice", errTreeOrder, rel)
+		}
+		if top.subdirs == nil {
+			top.subdirs = map[string]bool{}
+		}
+		top.subdirs[name] = true
 		p.stack = append(p.stack, treeFrame{rel: rel})
 		p.opened = true
 	}
 	return nil
 }
+
+// cleanTreePath reports whether rel is a path below the starting point
+// made of valid file names: none empty, ".", ".." or longer than NAME_MAX.
+func cleanTreePath(rel string) bool {
+	for {
+		name, rest, more := strings.Cut(rel, "/")
+		if !validName(name) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		rel = rest
+	}
+}
+
+// nameMax is the longest file name Linux allows (NAME_MAX).
+const nameMax = 255
 
 // leave reports the top directory, complete unless unreadable.
 func (p *treeParser) leave() {

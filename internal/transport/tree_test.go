@@ -389,6 +389,55 @@ func TestTreeParser(t *testing.T) {
 	}
 }
 
+// A record without its NUL is read no further than the longest record the
+// listing can hold: a server sending endless bytes cannot make the parser
+// hold them all.
+func TestTreeRecordBounded(t *testing.T) {
+	const endless = 16 << 20
+	long := "\x01f 644 0 0 0 1 1 " + strings.Repeat("x/", 40_000) + "x\x00"
+	for _, c := range []struct {
+		name   string
+		stream io.Reader
+	}{
+		{"no NUL", io.MultiReader(strings.NewReader(treeMarker+"\n\x01"), &zeroFree{n: endless})},
+		{"long path", strings.NewReader(treeMarker + "\n" + long)},
+	} {
+		cr := &countingSource{r: c.stream}
+		p := newTreeParser("", 2, 10, func(string, []remote.DirEntry) {})
+		err := p.read(cr)
+		if !errors.Is(err, errTreeRecord) || cr.n > 1<<20 {
+			t.Errorf("%s: %v after reading %d bytes", c.name, err, cr.n)
+		}
+	}
+}
+
+// zeroFree yields n bytes, none of them NUL.
+type zeroFree struct{ n int }
+
+func (z *zeroFree) Read(p []byte) (int, error) {
+	if z.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), z.n)
+	for i := range p[:k] {
+		p[i] = 'a'
+	}
+	z.n -= k
+	return k, nil
+}
+
+// countingSource counts the bytes read from r.
+type countingSource struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingSource) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
 func TestTreeRecordAttributes(t *testing.T) {
 	rel, typ, a, err := parseTreeRecord([]byte("l 777 7 1000 100 -2.5000000000 4294967296.0000000001 d/name with spaces "))
 	if err != nil || typ != 'l' || rel != "d/name with spaces " {

@@ -51,8 +51,11 @@ func (w *wireReader) Read(p []byte) (int, error) {
 			break
 		}
 		w.br.Discard(9)
-		if err := deliver(w.br, w.raw.take(id), typ, length-5); err != nil {
-			w.raw.fail(err)
+		q := w.raw.take(id)
+		if err := deliver(w.br, q, typ, length-5); err != nil {
+			// q is no longer among the requests in flight: it is ended
+			// here, or its caller would wait for it forever.
+			w.raw.fail(err, q)
 			return 0, err
 		}
 	}

@@ -43,6 +43,7 @@ type parser struct {
 	bad    int  // records that did not parse
 	gone   bool // the watched directory is gone (errGone)
 	buf    []byte
+	limit  int  // the buffer's bound: maxRecord
 	skip   bool // dropping the rest of an oversized record
 	// pause is how long read waits after each read that brought records
 	// before it reads again, so that a stream of events (every WRITE of a
@@ -51,7 +52,7 @@ type parser struct {
 }
 
 func newParser(root string, emit func(namespace.Change)) *parser {
-	return &parser{root: root, emit: emit, buf: make([]byte, 0, 64<<10)}
+	return &parser{root: root, emit: emit, buf: make([]byte, 0, 64<<10), limit: maxRecord}
 }
 
 // read consumes r until it ends or fails.
@@ -79,14 +80,14 @@ func (p *parser) read(r io.Reader) error {
 	}
 }
 
-// grow makes room for a longer record, or drops one beyond maxRecord
+// grow makes room for a longer record, or drops one beyond the limit
 // (before the marker: a login script's endless line).
 func (p *parser) grow() {
-	if cap(p.buf) >= maxRecord && !p.marked {
+	if cap(p.buf) >= p.limit && !p.marked {
 		p.buf = p.buf[:0]
 		return
 	}
-	if cap(p.buf) >= maxRecord {
+	if cap(p.buf) >= p.limit {
 		p.lost()
 		p.skip = true
 		p.buf = p.buf[:0]
