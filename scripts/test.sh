@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every check of sshfsm, locally and in CI: gofmt, go vet, staticcheck,
 # the tests with the race detector, and a final check that the tests left no
-# mount and no process behind. Installs its own Debian dependencies.
+# mount and no process behind, then every fuzz target briefly. Installs its
+# own Debian dependencies.
 #
 # SSHFSM_TEST_PKGS narrows the tests (not the other checks) to some packages;
+# SSHFSM_FUZZTIME sets how long each fuzz target runs (default 500x inputs);
 # SSHFSM_TEST_TIMEOUT changes go test's -timeout (default 20m); past
 # SSHFSM_TEST_GUARD (default 60m) the whole test step is stopped: the FUSE
 # connections the run made are aborted, which frees any process stuck on one,
@@ -162,6 +164,9 @@ step "gofmt" check_gofmt
 step "go vet" go vet ./...
 step "staticcheck" go run "$STATICCHECK" ./...
 step "go test -race" run_tests
+# Each fuzz target briefly, bounded by inputs rather than by the clock;
+# make fuzz with SSHFSM_FUZZTIME=10m is the long run.
+step "fuzz (${SSHFSM_FUZZTIME:=500x} inputs per target)" env SSHFSM_FUZZTIME="$SSHFSM_FUZZTIME" TMPDIR="$RUN_DIR" bash scripts/fuzz.sh
 step "no leftover mounts or processes" check_leftovers
 
 echo
