@@ -64,6 +64,14 @@ func statusAll(c control.Client, sa config.StatusArgs, out, errw io.Writer) conf
 	code := config.ExitOK
 	entries := []any{}
 	for i, r := range rs {
+		if r.Gone {
+			code = config.ExitMount
+			fmt.Fprintf(errw, "sshfsm: %s: its sshfsm (pid %d) is gone, every access fails with \"Transport endpoint is not connected\"; remove the mount with: fusermount3 -uz %s\n",
+				printable(r.Mountpoint), r.PID, shellWord(r.Mountpoint))
+			entries = append(entries, failedEntry{
+				Mount: control.Mount{Mountpoint: r.Mountpoint, PID: r.PID}, Error: control.ErrGone.Error()})
+			continue
+		}
 		if r.Err != nil {
 			code = config.ExitMount
 			fmt.Fprintf(errw, "sshfsm: %s\n", printable(oneLine(r.Err.Error())))
@@ -87,6 +95,15 @@ func statusAll(c control.Client, sa config.StatusArgs, out, errw io.Writer) conf
 		fmt.Fprintln(out, "no sshfsm mounts")
 	}
 	return code
+}
+
+// shellWord quotes s for a POSIX shell when it needs it, so that the
+// command suggested can be pasted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+:@%,=") == "" {
+		return s
+	}
+	return printable("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
 }
 
 func printJSON(out, errw io.Writer, v any) config.ExitCode {
@@ -118,6 +135,9 @@ func queryMount(c control.Client, p string) (*control.Status, error) {
 		switch {
 		case errors.Is(err, control.ErrNoSocket):
 			continue
+		case errors.Is(err, control.ErrGone):
+			return nil, config.Errorf(config.ExitMount, "%s: its sshfsm is gone, every access fails with \"Transport endpoint is not connected\"; remove the mount with: fusermount3 -uz %s",
+				p, shellWord(p))
 		case err != nil:
 			return nil, config.Errorf(config.ExitMount, "%v", err)
 		}
@@ -143,8 +163,8 @@ func notServed(p, real string) error {
 	switch {
 	case at != nil && at.FSType == "fuse.sshfsm":
 		return config.Errorf(config.ExitMountpoint,
-			"%s is an sshfsm mount, but no sshfsm of yours answers for it in %s (mounted by another user, by an older sshfsm, or with another XDG_RUNTIME_DIR)",
-			p, control.RuntimeDir())
+			"%s is an sshfsm mount, but no sshfsm of yours answers for it in %s (mounted by another user, by an older sshfsm, or with another XDG_RUNTIME_DIR; if its sshfsm was killed, remove the mount with fusermount3 -uz %s)",
+			p, control.RuntimeDir(), shellWord(p))
 	case at != nil:
 		return config.Errorf(config.ExitMountpoint, "%s is not an sshfsm mount (it is a %s mount)", p, at.FSType)
 	case inside != nil:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sshfsm/internal/mountinfo"
 	"sync"
 	"syscall"
 	"time"
@@ -77,9 +78,16 @@ func List() ([]Result, error) { return Client{}.List() }
 type Result struct {
 	Mountpoint string // "" when the daemon did not say and its sidecar is gone
 	PID        int
-	Status     *Status // nil when Err is set
+	Status     *Status // nil when Err is set or Gone
 	Err        error
+	// Gone: the daemon is dead (killed) but its mount is still there,
+	// failing every access with ENOTCONN until it is unmounted. Its
+	// socket is kept so that every listing says so.
+	Gone bool
 }
+
+// ErrGone means that the daemon of a mount is dead while the mount remains.
+var ErrGone = errors.New("its sshfsm is gone, but the mount remains")
 
 func (c Client) dir() string {
 	if c.Dir != "" {
@@ -119,6 +127,9 @@ func (c Client) Query(mountpoint string) (*Status, error) {
 	path := filepath.Join(dir, socketName(mountpoint))
 	if ok {
 		st, err := c.ask(path, mountpoint)
+		if errors.Is(err, errGone) {
+			return nil, fmt.Errorf("%s: %w", mountpoint, ErrGone)
+		}
 		if !errors.Is(err, errStale) {
 			return st, err
 		}
@@ -167,6 +178,8 @@ func (c Client) listOne(sock string) *Result {
 	switch {
 	case errors.Is(err, errStale):
 		return nil
+	case errors.Is(err, errGone):
+		return &Result{Mountpoint: sc.Mountpoint, PID: sc.PID, Gone: true}
 	case err != nil:
 		return &Result{Mountpoint: sc.Mountpoint, PID: sc.PID, Err: err}
 	}
@@ -175,6 +188,10 @@ func (c Client) listOne(sock string) *Result {
 
 // errStale: the socket was left by a daemon that is gone; it was removed.
 var errStale = errors.New("stale status socket")
+
+// errGone: the socket was left by a daemon that is gone, whose mount is
+// still there; the socket stays.
+var errGone = errors.New("daemon gone, mount left")
 
 // ask exchanges one status request on the socket at path; want, when set,
 // is the mountpoint the daemon must be serving.
@@ -194,6 +211,9 @@ func (c Client) ask(path, want string) (*Status, error) {
 	conn, err := net.DialTimeout("unix", path, c.timeout())
 	switch {
 	case err != nil && stale(err):
+		if sc.Mountpoint != "" && mountedHere(sc.Mountpoint) {
+			return nil, errGone
+		}
 		removeStale(path, fi)
 		return nil, errStale
 	case errors.Is(err, syscall.EAGAIN), isTimeout(err):
@@ -264,6 +284,13 @@ func stale(err error) bool {
 
 // removeStale removes the socket at path and its sidecar, unless the socket
 // is no longer the file fi (a new daemon just replaced it).
+// mountedHere reports whether an sshfsm mount is at mountpoint; nothing
+// is stat'ed (a stuck mount would hang the caller).
+func mountedHere(mountpoint string) bool {
+	m, ok := mountinfo.At(mountpoint)
+	return ok && m.FSType == "fuse.sshfsm"
+}
+
 func removeStale(path string, fi os.FileInfo) {
 	if now, err := os.Lstat(path); err != nil || !os.SameFile(fi, now) {
 		return

@@ -17,7 +17,9 @@ func sweep(dir string) {
 	socks, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
 	for _, sock := range socks {
 		sc, ok := readSidecar(sock)
-		if !ok || !privdir.Gone(sc.PID) {
+		// A dead daemon whose mount remains keeps its socket: sshfsm
+		// status reports that mount until it is unmounted.
+		if !ok || !privdir.Gone(sc.PID) || mountedHere(sc.Mountpoint) {
 			continue
 		}
 		if fi, stale := privdir.StaleSocket(sock); stale && privdir.RemoveIfSame(sock, fi) {

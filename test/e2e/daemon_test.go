@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -71,6 +72,21 @@ func TestDaemonKilled(t *testing.T) {
 	for _, k := range kids {
 		if !waitExit(k, testenv.Patience()) {
 			t.Errorf("daemon child %d (%s) still runs long after the daemon died", k, cmdline(k))
+		}
+	}
+
+	// sshfsm status names the dead mount and how to remove it, and fails,
+	// listing every mount or asked about this one, and again when asked
+	// twice.
+	for _, args := range [][]string{{"status"}, {"status"}, {"status", m.Dir}} {
+		var stderr bytes.Buffer
+		st := exec.Command(binary(t), args...)
+		st.Stderr = &stderr
+		err := st.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 6 ||
+			!strings.Contains(stderr.String(), m.Dir) || !strings.Contains(stderr.String(), "fusermount3 -uz") {
+			t.Errorf("sshfsm %q after the daemon was killed: %v, stderr %q; want exit 6 naming %s and fusermount3 -uz", args, err, stderr.String(), m.Dir)
 		}
 	}
 
