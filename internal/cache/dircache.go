@@ -518,3 +518,25 @@ func (d *Dirs) putLocked(l *listing, name string, e entry) {
 	}
 	l.names[name] = e
 }
+
+// Refresh sets the attributes of name in dir to a, just fetched, where a
+// listing holds the name: the listing then answers what the server said.
+// Unlike Set it records no change by the mount (the directory's times
+// did not change).
+func (d *Dirs) Refresh(dir, name string, a remote.Attr) {
+	if !d.Enabled() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.dirs[dir]
+	if l == nil {
+		return
+	}
+	e, ok := l.names[name]
+	if !ok || e.gone || (!e.stale && !attrDiffers(e.attr, a)) {
+		return
+	}
+	l.names[name] = entry{attr: a}
+	d.changes++
+}

@@ -71,6 +71,15 @@ func (n *node) openKept(p string, flags uint32, late bool) (*handle, uint32, boo
 	if !ok {
 		return nil, 0, false
 	}
+	return n.openKeptAt(a, flags, late)
+}
+
+// openKeptAt is openKept for a file whose attributes a were just fetched
+// or are fresh.
+func (n *node) openKeptAt(a remote.Attr, flags uint32, late bool) (*handle, uint32, bool) {
+	if n.writing() || fileType(a) != syscall.S_IFREG || !n.fsys.mayRead(a) {
+		return nil, 0, false
+	}
 	fl, ok := n.cacheFlags(flags, true)
 	if !ok {
 		return nil, 0, false
