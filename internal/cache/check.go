@@ -1,0 +1,133 @@
+package cache
+
+import (
+	"context"
+	"math"
+	"strings"
+	"time"
+)
+
+// Checking loaded listings at mount (Auto mode). A listing loaded from the
+// snapshot may be older than the mount: the server changed while nothing
+// was mounted, or while the last mount did not hear of it. Before any of
+// them answers, one change listing per host (PersistOptions.Changes: a
+// remote find of the names whose ctime is newer than the oldest loaded
+// listing, measured by the server's clock) tells which names changed
+// since. The loaded listings of changed directories are dropped (listed
+// again when used), and the entries of changed names become unknown (one
+// LSTAT when used); every other loaded listing then answers without being
+// listed again. Lookups and readers of a loaded directory wait for the
+// check (Lookup, Get); Peek and List answer nothing from loaded listings
+// meanwhile. When the check fails or cannot run (no exec, no GNU find, a
+// namespace that cannot list changes), no loaded listing answers until
+// listed again: each directory is listed at its first use.
+
+const (
+	// checkMargin is added to the age of the oldest loaded listing, so
+	// that changes made while it was being listed, or within the second
+	// of a ctime, count too.
+	checkMargin = 30 * time.Second
+	// checkTimeout bounds the check, and so the wait of lookups for it.
+	checkTimeout = 30 * time.Second
+)
+
+// startCheckLocked decides, once the snapshot is installed, whether the
+// loaded listings are checked, and over what age.
+func (d *Dirs) startCheckLocked() (within time.Duration, check bool) {
+	p := d.p
+	if p.opts.Mode != Auto || p.loadedDirs == 0 {
+		return 0, false
+	}
+	oldest := int64(math.MaxInt64)
+	for _, l := range d.dirs {
+		if l.persisted {
+			oldest = min(oldest, l.learned)
+		}
+	}
+	if p.opts.Changes == nil || oldest <= 0 {
+		d.expireLoadedLocked()
+		p.check = "failed"
+		return 0, false
+	}
+	within = d.now().Sub(time.Unix(oldest, 0)) + checkMargin
+	p.checking, p.checked, p.check = true, make(chan struct{}), "under way"
+	return within, true
+}
+
+// checkLoaded runs the check and applies what it found.
+func (d *Dirs) checkLoaded(p *persistence, within time.Duration) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(p.ctx, checkTimeout)
+	defer cancel()
+	var changed []string
+	err := p.opts.Changes.ListChanged(ctx, "", within, func(path string) {
+		changed = append(changed, path)
+	})
+	if err == nil && p.opts.Checked != nil {
+		p.opts.Checked(changed)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		p.log.Info("loaded listings not checked at once; each is listed again at its first use", "err", err)
+		d.expireLoadedLocked()
+		p.check = "failed"
+	} else {
+		for _, path := range changed {
+			d.changedLocked(path)
+		}
+		p.validated, p.check, p.checkChanged = true, "done", len(changed)
+		p.log.Debug("loaded listings checked", "within", within, "changed", len(changed), "took", time.Since(start))
+	}
+	p.checking = false
+	close(p.checked)
+}
+
+// changedLocked forgets what loaded listings say of path, which changed
+// on the server since they were learned.
+func (d *Dirs) changedLocked(path string) {
+	if l := d.dirs[path]; l != nil && l.persisted {
+		d.dropLocked(path, l)
+	}
+	if path == "" {
+		return
+	}
+	parent, name := parentDir(path), path[strings.LastIndexByte(path, '/')+1:]
+	if pl := d.dirs[parent]; pl != nil && pl.persisted {
+		if e, ok := pl.names[name]; ok && !e.gone {
+			pl.names[name] = entry{stale: true}
+			d.changes++
+		}
+	}
+}
+
+// expireLoadedLocked makes every loaded listing expired: none answers,
+// each is listed again at its first use (and kept for the snapshot until
+// then).
+func (d *Dirs) expireLoadedLocked() {
+	for _, l := range d.dirs {
+		if l.persisted {
+			l.expires = time.Time{}
+		}
+	}
+}
+
+// awaitCheck waits, if dir has a loaded listing, for the check of loaded
+// listings under way, or for the end of ctx.
+func (d *Dirs) awaitCheck(ctx context.Context, dir string) {
+	d.mu.Lock()
+	var ch chan struct{}
+	if p := d.p; p != nil && p.checking {
+		if l := d.dirs[dir]; l != nil && l.persisted {
+			ch = p.checked
+		}
+	}
+	d.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
