@@ -15,8 +15,8 @@ import (
 // listing, measured by the server's clock) tells which names changed
 // since. The loaded listings of changed directories are dropped (listed
 // again when used), and the entries of changed names become unknown (one
-// LSTAT when used); every other loaded listing then answers without being
-// listed again. Lookups and readers of a loaded directory wait for the
+// LSTAT when used); every other loaded listing then answers at once, its
+// revalidation following in the background (revalidate.go). Lookups and readers of a loaded directory wait for the
 // check (Lookup, Get); Peek and List answer nothing from loaded listings
 // meanwhile. When the check fails or cannot run (no exec, no GNU find, a
 // namespace that cannot list changes), no loaded listing answers until
@@ -76,7 +76,7 @@ func (d *Dirs) checkLoaded(p *persistence, within time.Duration) {
 		for _, path := range changed {
 			d.changedLocked(path)
 		}
-		p.validated, p.check, p.checkChanged = true, "done", len(changed)
+		p.check, p.checkChanged = "done", len(changed)
 		p.log.Debug("loaded listings checked", "within", within, "changed", len(changed), "took", time.Since(start))
 	}
 	p.checking = false

@@ -137,11 +137,9 @@ type persistence struct {
 
 	// The check of loaded listings at mount (check.go). While checking,
 	// loaded listings do not answer, and lookups and readers of them wait
-	// for checked to close; validated: the check succeeded, and loaded
-	// listings answer without being listed again.
+	// for checked to close.
 	checking     bool
 	checked      chan struct{}
-	validated    bool
 	check        string // PersistStats.Check
 	checkChanged int
 

@@ -54,17 +54,16 @@ type revalidation struct {
 }
 
 // firstUseLocked is called when the loaded listing l of dir answers for
-// the first time. In Auto mode that starts its time to live and, unless
-// the check at mount validated it, queues its revalidation.
+// the first time, once the check at mount found it current (check.go). In
+// Auto mode that starts its time to live and queues its revalidation in
+// the background: anything the check could not see (a clock stepped on
+// the server) still reaches the kernel.
 func (d *Dirs) firstUseLocked(dir string, l *listing, now time.Time) {
 	l.queued = true
 	if d.p == nil || d.p.opts.Mode != Auto {
 		return
 	}
 	l.expires = now.Add(d.ttl)
-	if d.p.validated {
-		return // checked at mount (check.go)
-	}
 	d.queueLocked(dir, l, true)
 }
 
