@@ -24,7 +24,7 @@ type changeList struct {
 	within time.Duration
 }
 
-func (c *changeList) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string)) error {
+func (c *changeList) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
 	c.mu.Lock()
 	c.calls++
 	c.within = within
@@ -40,7 +40,7 @@ func (c *changeList) ListChanged(ctx context.Context, dir string, within time.Du
 		return c.err
 	}
 	for _, p := range c.paths {
-		fn(p)
+		fn(p, 0)
 	}
 	return nil
 }

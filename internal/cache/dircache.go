@@ -70,7 +70,7 @@ type listing struct {
 	// used is when the listing last answered (unix seconds): the snapshot
 	// keeps the most recently used listings when it must drop some.
 	used int64
-	// learned is when it was listed (unix seconds): a new mount checks
+	// learned is when it was listed (unix nanoseconds): a new mount checks
 	// what changed on the server since (check.go).
 	learned int64
 	// touches counts the mount's changes to the listing, so that a
@@ -390,7 +390,7 @@ func (d *Dirs) storeLocked(dir string, ents []remote.DirEntry) *listing {
 		names[e.Name] = entry{attr: e.Attr}
 		order = append(order, e.Name)
 	}
-	l := &listing{expires: now.Add(d.ttl), names: names, order: order, used: now.Unix(), learned: now.Unix()}
+	l := &listing{expires: now.Add(d.ttl), names: names, order: order, used: now.Unix(), learned: now.UnixNano()}
 	if old := d.dirs[dir]; old != nil {
 		d.replacedLocked(dir, old, l)
 		d.entries -= len(old.order)

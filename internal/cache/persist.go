@@ -140,6 +140,7 @@ type persistence struct {
 	// for checked to close.
 	checking     bool
 	checked      chan struct{}
+	oldest       int64  // when the oldest loaded listing was learned (unix ns)
 	check        string // PersistStats.Check
 	checkChanged int
 

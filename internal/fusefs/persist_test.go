@@ -188,7 +188,7 @@ func changeWhileUnmounted(t *testing.T, th *testenv.Host) (added, removed, rewri
 	return added, removed, rewritten
 }
 
-func (g *gate) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string)) error {
+func (g *gate) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
 	if err := g.wait(ctx); err != nil {
 		return err
 	}

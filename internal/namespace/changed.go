@@ -21,14 +21,14 @@ var (
 	_ remote.ChangeLister = (*graft)(nil)
 )
 
-func (s single) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string)) error {
+func (s single) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
 	if cl, ok := s.Remote.(remote.ChangeLister); ok {
 		return cl.ListChanged(ctx, dir, within, fn)
 	}
 	return remote.ErrTreeUnsupported
 }
 
-func (u *union) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string)) error {
+func (u *union) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
 	listers := make([]remote.ChangeLister, len(u.br))
 	for i, b := range u.br {
 		cl, ok := b.Remote.(remote.ChangeLister)
@@ -37,7 +37,7 @@ func (u *union) ListChanged(ctx context.Context, dir string, within time.Duratio
 		}
 		listers[i] = cl
 	}
-	return changedInParallel(ctx, len(listers), fn, func(ctx context.Context, i int, fn func(string)) error {
+	return changedInParallel(ctx, len(listers), fn, func(ctx context.Context, i int, fn func(string, time.Duration)) error {
 		if err := listers[i].ListChanged(ctx, dir, within, fn); err != nil {
 			return fmt.Errorf("%s: %w", u.br[i].Name, err)
 		}
@@ -47,7 +47,7 @@ func (u *union) ListChanged(ctx context.Context, dir string, within time.Duratio
 
 // ListChanged of a graft lists the base's changes and each graft's, the
 // latter below the graft's name. Only the whole tree ("") is supported.
-func (g *graft) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string)) error {
+func (g *graft) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
 	if dir != "" {
 		return remote.ErrTreeUnsupported
 	}
@@ -62,19 +62,19 @@ func (g *graft) ListChanged(ctx context.Context, dir string, within time.Duratio
 	for _, name := range g.names {
 		ms = append(ms, member{g.grafts[name].ns, name + "/"})
 	}
-	return changedInParallel(ctx, len(ms), fn, func(ctx context.Context, i int, fn func(string)) error {
+	return changedInParallel(ctx, len(ms), fn, func(ctx context.Context, i int, fn func(string, time.Duration)) error {
 		cl, ok := ms[i].ns.(remote.ChangeLister)
 		if !ok {
 			return remote.ErrTreeUnsupported
 		}
-		return cl.ListChanged(ctx, "", within, func(p string) { fn(prefixed(ms[i].prefix, p)) })
+		return cl.ListChanged(ctx, "", within, func(p string, age time.Duration) { fn(prefixed(ms[i].prefix, p), age) })
 	})
 }
 
 // changedInParallel runs list for members 0..n-1 at once, passing fn
 // calls on one at a time, and returns the first failure (which cancels
 // the others).
-func changedInParallel(ctx context.Context, n int, fn func(string), list func(context.Context, int, func(string)) error) error {
+func changedInParallel(ctx context.Context, n int, fn func(string, time.Duration), list func(context.Context, int, func(string, time.Duration)) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -84,10 +84,10 @@ func changedInParallel(ctx context.Context, n int, fn func(string), list func(co
 	)
 	for i := range n {
 		wg.Go(func() {
-			err := list(ctx, i, func(p string) {
+			err := list(ctx, i, func(p string, age time.Duration) {
 				mu.Lock()
 				defer mu.Unlock()
-				fn(p)
+				fn(p, age)
 			})
 			if err != nil {
 				mu.Lock()

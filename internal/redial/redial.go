@@ -269,7 +269,7 @@ func (r *Remote) ListTree(ctx context.Context, dir string, depth int, fn func(st
 var _ remote.ChangeLister = (*Remote)(nil)
 
 // ListChanged lists through the connected host, as ListTree.
-func (r *Remote) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string)) error {
+func (r *Remote) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
 	t, err := r.remote()
 	if err != nil {
 		return err

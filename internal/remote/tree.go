@@ -35,10 +35,10 @@ var (
 type ChangeLister interface {
 	// ListChanged calls fn with the path of every name at or below dir
 	// (dir itself included) whose inode changed within the last within,
-	// as the server's clock measures it: its ctime, which a write, a
-	// change of attributes, a rename, and in a directory a name added or
-	// removed all set, and which no one can set back. fn is called from
-	// one goroutine at a time. ErrTreeUnsupported: the host cannot (no
-	// exec, no GNU find).
-	ListChanged(ctx context.Context, dir string, within time.Duration, fn func(path string)) error
+	// and how long ago, as the server's clock measures both: its ctime,
+	// which a write, a change of attributes, a rename, and in a directory
+	// a name added or removed all set, and which no one can set back. fn
+	// is called from one goroutine at a time. ErrTreeUnsupported: the
+	// host cannot (no exec, no GNU find).
+	ListChanged(ctx context.Context, dir string, within time.Duration, fn func(path string, age time.Duration)) error
 }

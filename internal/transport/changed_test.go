@@ -31,7 +31,12 @@ func TestListChanged(t *testing.T) {
 	r := h.Remote().(remote.ChangeLister)
 	// Everything is new: a long window reports it all.
 	var all []string
-	must(t, r.ListChanged(bg, "old", time.Hour, func(p string) { all = append(all, p) }))
+	must(t, r.ListChanged(bg, "old", time.Hour, func(p string, age time.Duration) {
+		all = append(all, p)
+		if age > time.Minute {
+			t.Errorf("%q changed %v ago, want less than a minute", p, age)
+		}
+	}))
 	slices.Sort(all)
 	want := []string{"old", "old/quiet\nname", "old/quiet\nname/deep", "old/quiet\nname/deep/f", "old/written"}
 	if !slices.Equal(all, want) {
@@ -42,14 +47,14 @@ func TestListChanged(t *testing.T) {
 	window := 1500 * time.Millisecond
 	testenv.Eventually(t, "the tree older than the window", func() bool {
 		n := 0
-		must(t, r.ListChanged(bg, "old", window, func(string) { n++ }))
+		must(t, r.ListChanged(bg, "old", window, func(string, time.Duration) { n++ }))
 		return n == 0
 	})
 	must(t, os.WriteFile(filepath.Join(old, "written"), []byte("y"), 0o644))
 	must(t, os.WriteFile(filepath.Join(old, "quiet\nname", "deep", "new"), []byte("y"), 0o644))
 	must(t, os.Rename(old, top))
 	var got []string
-	must(t, r.ListChanged(bg, strings.TrimPrefix(top, th.Dir+"/"), window, func(p string) { got = append(got, p) }))
+	must(t, r.ListChanged(bg, strings.TrimPrefix(top, th.Dir+"/"), window, func(p string, _ time.Duration) { got = append(got, p) }))
 	slices.Sort(got)
 	base := filepath.Base(top)
 	want = []string{base, base + "/quiet\nname/deep", base + "/quiet\nname/deep/new", base + "/written"}
@@ -64,33 +69,38 @@ func TestListChangedUnsupported(t *testing.T) {
 	must(t, err)
 	defer th.Close()
 	h := dialSSH(t, th, nil)
-	err = h.Remote().(remote.ChangeLister).ListChanged(bg, "", time.Hour, func(string) { t.Error("reported a path") })
+	err = h.Remote().(remote.ChangeLister).ListChanged(bg, "", time.Hour, func(string, time.Duration) { t.Error("reported a path") })
 	if !errors.Is(err, remote.ErrTreeUnsupported) {
 		t.Errorf("SFTP-only host: %v", err)
 	}
 }
 
 // The output of a change listing is hostile: paths that leave the listed
-// directory, and a listing cut short, fail it whole.
+// directory, times that are not, and a listing cut short fail it whole.
 func TestReadChanged(t *testing.T) {
+	const head = changedMarker + "\n1000.5\n"
 	for _, c := range []struct {
 		out    string
 		marked bool
-		want   []string
+		want   []changedPath
 		bad    bool
 	}{
-		{"motd\n" + changedMarker + "\n\x00a\x00a/b c\x00", true, []string{"d", "d/a", "d/a/b c"}, false},
-		{changedMarker + "\n", true, nil, false},
+		{"motd\n" + head + "1000.5 \x00990.25 a\x001001 a/b c\x00", true,
+			[]changedPath{{"d", 0}, {"d/a", 10250 * time.Millisecond}, {"d/a/b c", 0}}, false},
+		{head, true, nil, false},
 		{"no marker\n", false, nil, false},
-		{changedMarker + "\n../x\x00", true, nil, true},
-		{changedMarker + "\n/etc\x00", true, nil, true},
-		{changedMarker + "\na/../../x\x00", true, nil, true},
-		{changedMarker + "\na//b\x00", true, nil, true},
-		{changedMarker + "\na\x00cut", true, nil, true},
+		{changedMarker + "\n%s.%N\n", true, nil, true},
+		{head + "1 ../x\x00", true, nil, true},
+		{head + "1 /etc\x00", true, nil, true},
+		{head + "1 a/../../x\x00", true, nil, true},
+		{head + "1 a//b\x00", true, nil, true},
+		{head + "NaN a\x00", true, nil, true},
+		{head + "a\x00", true, nil, true},
+		{head + "1 a\x00cut", true, nil, true},
 	} {
 		marked, got, err := readChanged(strings.NewReader(c.out), "d")
 		if marked != c.marked || (err != nil) != c.bad || !slices.Equal(got, c.want) {
-			t.Errorf("%q: %v %q %v; want marked %v, %q, failure %v", c.out, marked, got, err, c.marked, c.want, c.bad)
+			t.Errorf("%q: %v %v %v; want marked %v, %v, failure %v", c.out, marked, got, err, c.marked, c.want, c.bad)
 		}
 	}
 }
