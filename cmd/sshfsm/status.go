@@ -253,6 +253,13 @@ func metaLine(m control.Meta) string {
 		if m.Pending > 0 {
 			fmt.Fprintf(&b, ", %d pending", m.Pending)
 		}
+		switch m.Check {
+		case "done":
+			fmt.Fprintf(&b, ", checked at mount (%d names changed)", m.CheckChanged)
+		case "":
+		default:
+			fmt.Fprintf(&b, ", check at mount %s", m.Check)
+		}
 	}
 	fmt.Fprintf(&b, "; %d listings (%d names) kept", m.Dirs, m.Entries)
 	if m.LastWriteSeconds >= 0 {

@@ -159,7 +159,7 @@ func metaStatus(s cache.PersistStats, now time.Time) *control.Meta {
 	}
 	return &control.Meta{Mode: s.Mode.String(), LoadedDirs: s.LoadedDirs, LoadedEntries: s.LoadedEntries,
 		SnapshotAgeSeconds: ago(s.SnapshotTime), Revalidated: s.Revalidated, Changed: s.Changed,
-		Pending: s.Pending, Dirs: s.Dirs, Entries: s.Entries, LastWriteSeconds: ago(s.LastWrite),
+		Pending: s.Pending, Check: s.Check, CheckChanged: s.CheckChanged, Dirs: s.Dirs, Entries: s.Entries, LastWriteSeconds: ago(s.LastWrite),
 		WriteError: s.WriteError}
 }
 

@@ -70,6 +70,9 @@ type listing struct {
 	// used is when the listing last answered (unix seconds): the snapshot
 	// keeps the most recently used listings when it must drop some.
 	used int64
+	// learned is when it was listed (unix nanoseconds): a new mount checks
+	// what changed on the server since (check.go).
+	learned int64
 	// touches counts the mount's changes to the listing, so that a
 	// revalidation that raced with one does not store what it listed.
 	touches uint32
@@ -158,6 +161,9 @@ func (d *Dirs) freshLocked(dir string) *listing {
 		}
 		return nil
 	}
+	if l.persisted && d.p.checking {
+		return nil // not yet checked against the server (check.go)
+	}
 	l.used = now.Unix()
 	if l.persisted && !l.queued {
 		d.firstUseLocked(dir, l, now)
@@ -212,6 +218,7 @@ func (d *Dirs) Get(ctx context.Context, dir string, fetch Fetcher) (ents []remot
 		ents, err = fetch(ctx, dir)
 		return ents, false, err
 	}
+	d.awaitCheck(ctx, dir)
 	for {
 		d.Wait(ctx, dir)
 		d.mu.Lock()
@@ -247,6 +254,7 @@ func (d *Dirs) Lookup(ctx context.Context, dir, name string, fetch Fetcher) (rem
 	if !d.Enabled() {
 		return remote.Attr{}, Unknown, nil
 	}
+	d.awaitCheck(ctx, dir)
 	// again: an earlier pass waited for a fetch, and was counted.
 	for again := false; ; again = true {
 		d.mu.Lock()
@@ -382,7 +390,7 @@ func (d *Dirs) storeLocked(dir string, ents []remote.DirEntry) *listing {
 		names[e.Name] = entry{attr: e.Attr}
 		order = append(order, e.Name)
 	}
-	l := &listing{expires: now.Add(d.ttl), names: names, order: order, used: now.Unix()}
+	l := &listing{expires: now.Add(d.ttl), names: names, order: order, used: now.Unix(), learned: now.UnixNano()}
 	if old := d.dirs[dir]; old != nil {
 		d.replacedLocked(dir, old, l)
 		d.entries -= len(old.order)
@@ -517,4 +525,26 @@ func (d *Dirs) putLocked(l *listing, name string, e entry) {
 		d.entries++
 	}
 	l.names[name] = e
+}
+
+// Refresh sets the attributes of name in dir to a, just fetched, where a
+// listing holds the name: the listing then answers what the server said.
+// Unlike Set it records no change by the mount (the directory's times
+// did not change).
+func (d *Dirs) Refresh(dir, name string, a remote.Attr) {
+	if !d.Enabled() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.dirs[dir]
+	if l == nil {
+		return
+	}
+	e, ok := l.names[name]
+	if !ok || e.gone || (!e.stale && !attrDiffers(e.attr, a)) {
+		return
+	}
+	l.names[name] = entry{attr: a}
+	d.changes++
 }

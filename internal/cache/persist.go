@@ -39,7 +39,8 @@ import (
 // body's length (uint64) and a CRC-32C of everything before it; integers
 // are little-endian. The body is the time it was written (varint), the
 // root's attributes (flag byte, attr), then one record per directory
-// (byte 1, path, last use as a varint, count, then per entry its name, a
+// (byte 1, path, last use and when it was listed as varints, count, then
+// per entry its name, a
 // flag byte (1: attributes unknown) and, if known, its attributes), then a
 // byte 0. Strings are a uvarint length and the bytes; an attr is mode,
 // size, uid and gid as uvarints and atime and mtime as seconds (varint) and
@@ -47,7 +48,7 @@ import (
 
 const (
 	snapMagic   = "SSHFSMMD"
-	snapVersion = 1
+	snapVersion = 2
 	snapHeader  = len(snapMagic) + 4
 	snapTrailer = 8 + 4
 
@@ -105,6 +106,14 @@ type PersistOptions struct {
 	// to live after their first answer.
 	ReadDir Fetcher
 	Tree    remote.TreeLister
+	// Changes lists what changed on the server since the loaded listings
+	// were learned (Auto mode, check.go); nil: each loaded listing is
+	// listed again at its first use instead.
+	Changes remote.ChangeLister
+	// Checked, if set, receives the paths the check found changed before
+	// any loaded listing answers (the disk cache of contents drops them:
+	// a file rewritten keeping size and mtime is another version too).
+	Checked func(changed []string)
 	// Changed receives what a revalidation found different in a loaded
 	// listing that had answered. It is called with the cache's lock held:
 	// it must neither block nor call the cache.
@@ -125,6 +134,15 @@ type persistence struct {
 	loadedDirs, loadedEntries int
 	snapTime                  time.Time // when the loaded snapshot was written
 	revalidated, changed      uint64
+
+	// The check of loaded listings at mount (check.go). While checking,
+	// loaded listings do not answer, and lookups and readers of them wait
+	// for checked to close.
+	checking     bool
+	checked      chan struct{}
+	oldest       int64  // when the oldest loaded listing was learned (unix ns)
+	check        string // PersistStats.Check
+	checkChanged int
 
 	// Revalidation (revalidate.go).
 	tree    bool                    // tree listings may be tried
@@ -184,7 +202,11 @@ func (d *Dirs) Persist(o PersistOptions) {
 		d.installLocked(snap)
 	}
 	p.saved = d.changes
+	within, check := d.startCheckLocked()
 	d.mu.Unlock()
+	if check {
+		go d.checkLoaded(p, within)
+	}
 	go d.writeLoop(p)
 }
 
@@ -513,6 +535,7 @@ func appendListing(buf []byte, path string, l *listing) ([]byte, int) {
 	buf = append(buf, 1)
 	buf = appendString(buf, path)
 	buf = binary.AppendVarint(buf, l.used)
+	buf = binary.AppendVarint(buf, l.learned)
 	buf = binary.AppendUvarint(buf, uint64(n))
 	for _, name := range l.order {
 		e := l.names[name]
@@ -586,6 +609,7 @@ func decodeSnapshot(data []byte) (*snapshot, error) {
 		}
 		seen[path] = true
 		l := &listing{used: r.varint()}
+		l.learned = r.varint()
 		n := r.count()
 		l.names = make(map[string]entry, n)
 		l.order = make([]string, 0, n)
@@ -738,6 +762,11 @@ type PersistStats struct {
 	Revalidated, Changed uint64
 	// Pending counts revalidations queued or under way.
 	Pending int
+	// Check is the state of the check of loaded listings (check.go):
+	// "", "under way", "done" or "failed"; CheckChanged counts the names
+	// it found changed.
+	Check        string
+	CheckChanged int
 	// Dirs and Entries are kept now, for the next snapshot.
 	Dirs, Entries int
 	LastWrite     time.Time // zero: none written yet
@@ -758,6 +787,7 @@ func (d *Dirs) PersistStats() PersistStats {
 	return PersistStats{Enabled: true, Mode: p.opts.Mode, Path: p.opts.Path,
 		LoadedDirs: p.loadedDirs, LoadedEntries: p.loadedEntries, SnapshotTime: p.snapTime,
 		Revalidated: p.revalidated, Changed: p.changed, Pending: len(p.queue) + p.running,
+		Check: p.check, CheckChanged: p.checkChanged,
 		Dirs: len(d.dirs), Entries: d.entries, LastWrite: p.lastWrite, WriteError: p.writeErr}
 }
 

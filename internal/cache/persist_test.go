@@ -426,7 +426,8 @@ func settle(t *testing.T, d *Dirs) {
 	}
 }
 
-// In Auto mode a loaded listing answers at once; its first answer queues
+// In Auto mode a loaded listing that the check at mount found unchanged
+// answers at once; its first answer queues
 // one revalidation, which replaces it and reports what changed for names
 // that were answered. Without a revalidation it expires one time to live
 // after its first answer.
@@ -438,7 +439,8 @@ func TestAutoRevalidatesDirectories(t *testing.T) {
 	f := &fetches{tree: remoteNow}
 	var ch changes
 	c := newClock()
-	d := persisted(t, path, Auto, c, PersistOptions{ReadDir: f.readDir, Changed: ch.add})
+	d := persisted(t, path, Auto, c, PersistOptions{ReadDir: f.readDir, Changed: ch.add, Changes: &changeList{}})
+	checkDone(t, d)
 
 	a, st, err := d.Lookup(context.Background(), "a", "g", noFetch(t))
 	if err != nil || st != Hit || a.Size != 3 {
@@ -477,7 +479,8 @@ func TestAutoRevalidatesDirectories(t *testing.T) {
 
 	// Without revalidation (none configured), a loaded listing answers
 	// for one time to live after its first answer.
-	e := persisted(t, path, Auto, c, PersistOptions{})
+	e := persisted(t, path, Auto, c, PersistOptions{Changes: &changeList{}})
+	checkDone(t, e)
 	mustList(t, e, "a/b")
 	c.add(19 * time.Second)
 	mustList(t, e, "a/b")
@@ -503,7 +506,8 @@ func TestAutoRevalidatesTrees(t *testing.T) {
 	// has answered too, as a walker reaching it first would.
 	f := &fetches{tree: remoteNow, hold: make(chan struct{})}
 	var ch changes
-	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: f.readDir, Tree: f, Changed: ch.add})
+	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: f.readDir, Tree: f, Changed: ch.add, Changes: &changeList{}})
+	checkDone(t, d)
 
 	mustList(t, d, "")
 	mustList(t, d, "a/b")
@@ -547,7 +551,8 @@ func TestRevalidationRacesWithMount(t *testing.T) {
 		<-release
 		return f.readDir(ctx, dir)
 	}
-	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: slow})
+	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: slow, Changes: &changeList{}})
+	checkDone(t, d)
 	mustList(t, d, "a")
 	<-entered
 	d.Set("a", "made", file(9, 9))
@@ -645,7 +650,8 @@ func TestCloseKeepsListingsUnderRevalidation(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: stuck})
+	d := persisted(t, path, Auto, nil, PersistOptions{ReadDir: stuck, Changes: &changeList{}})
+	checkDone(t, d)
 	mustList(t, d, "a/b")
 	<-entered
 	store(d, "other", nil) // something to write

@@ -54,8 +54,10 @@ type revalidation struct {
 }
 
 // firstUseLocked is called when the loaded listing l of dir answers for
-// the first time. In Auto mode that starts its time to live and queues
-// its revalidation.
+// the first time, once the check at mount found it current (check.go). In
+// Auto mode that starts its time to live and queues its revalidation in
+// the background: anything the check could not see (a clock stepped on
+// the server) still reaches the kernel.
 func (d *Dirs) firstUseLocked(dir string, l *listing, now time.Time) {
 	l.queued = true
 	if d.p == nil || d.p.opts.Mode != Auto {

@@ -176,7 +176,7 @@ func cacheOptions() []Option {
 				c.Watch, c.WatchWrites, c.WatchNetwork = v != "no", v == "writes", v == "yes" || v == "writes"
 			}),
 		enumOpt("cache", "auto", []string{"auto", "immutable", "strict", "yes", "no"}, s,
-			"Coherence mode. auto: attributes and listings are trusted for their timeouts, and an open reuses cached content when the file's size and mtime are unchanged (close-to-open consistency, as NFS). immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known (every timeout is a year, unless set after it). strict: no content is reused across opens without revalidation, and a file's attributes always come from the server (attr_timeout=0, unless set after it); for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and nodisk_cache).",
+			"Coherence mode. auto: attributes and listings are trusted for their timeouts; every open asks the server for size and mtime and reuses cached content only when they are unchanged (close-to-open consistency, as NFS); a new mount checks the listings kept on disk with one remote find per host before answering from them. immutable: the tree never changes (release trees, read-only data): nothing is revalidated once known (every timeout is a year, unless set after it). strict: no content is reused across opens without revalidation, and a file's attributes always come from the server (attr_timeout=0, unless set after it); for trees edited from both sides. yes is auto; no caches nothing (cache_timeout=0 and nodisk_cache).",
 			func(c *Config, v string) {
 				c.Cache.Mode = v
 				if v == "yes" {

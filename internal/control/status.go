@@ -126,6 +126,12 @@ type Meta struct {
 	// -1 if not yet.
 	LastWriteSeconds float64 `json:"last_write_seconds"`
 	WriteError       string  `json:"write_error,omitempty"`
+	// Check is the state of the check of loaded listings at mount
+	// (Auto mode): "under way", "done" (CheckChanged names had changed),
+	// "failed" (each loaded listing is listed again at its first use);
+	// empty when there was none.
+	Check        string `json:"check,omitempty"`
+	CheckChanged int    `json:"check_changed"`
 }
 
 // fillRatios computes the ratios from the counters.

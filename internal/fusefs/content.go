@@ -141,18 +141,24 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 	if e == nil {
 		return nil, 0, 0
 	}
+	return n.openEntry(ctx, p, flags, a, v, e, nil)
+}
+
+// openEntry opens a handle served from e, the disk cache's entry of
+// version v (attributes a) of p, as openCached says. f, if not nil, is the
+// remote file opened already: the handle takes it.
+func (n *node) openEntry(ctx context.Context, p string, flags uint32, a remote.Attr, v versionKey, e *contentcache.Entry, f remote.File) (*handle, uint32, syscall.Errno) {
 	if n.fsys.worthFinding(e, a) {
 		n.findStored(ctx, p, v)
 	}
-	h := &handle{n: n, ce: e, ck: v}
-	if !e.Complete() && !n.fsys.fillsWhole(p, h.ck) || !n.fsys.mayRead(a) {
-		f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
-		if err != nil {
+	h := &handle{n: n, ce: e, ck: v, f: f}
+	if f == nil && (!e.Complete() && !n.fsys.fillsWhole(p, h.ck) || !n.fsys.mayRead(a)) {
+		var err error
+		if h.f, err = n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0); err != nil {
 			e.Release()
 			return nil, 0, n.fsys.toErrno(err)
 		}
-		h.f = f
-	} else {
+	} else if f == nil {
 		n.addLazy(h)
 	}
 	return h, n.openFlags(flags), 0

@@ -238,13 +238,13 @@ func TestDiskCacheFileShrinksWhileOpen(t *testing.T) {
 	}
 }
 
-// Coherence modes at open: strict asks the server for every open; auto
-// trusts attributes within attr_timeout.
+// Coherence modes at open: strict and auto ask the server for every open
+// (close-to-open consistency); immutable trusts what it knows.
 func TestDiskCacheModesAtOpen(t *testing.T) {
 	for _, c := range []struct {
 		mode  cache.Mode
 		extra bool // each open costs a stat
-	}{{cache.Auto, false}, {cache.Strict, true}, {cache.Immutable, false}} {
+	}{{cache.Auto, true}, {cache.Strict, true}, {cache.Immutable, false}} {
 		t.Run(c.mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			writeOld(t, filepath.Join(dir, "f"), []byte("content"), time.Hour)

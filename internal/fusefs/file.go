@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -104,6 +105,9 @@ func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall
 	}
 	if !writable(flags) {
 		n.fsys.sib.opened(p)
+		if n.fsys.checksOpens() && !n.writing() {
+			return n.openChecked(ctx, p, flags)
+		}
 		if n.attachesLate() {
 			if h, fl, ok := n.openKept(p, flags, true); ok {
 				return h, fl, 0
@@ -159,12 +163,12 @@ func (n *node) cacheFlags(flags uint32, ifKept bool) (uint32, bool) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	same := n.opened && n.openSize == n.lastSize && n.openTime.Equal(n.lastTime)
+	same := n.opened && n.openSize == n.lastSize && n.openTime.Equal(n.lastTime) && !n.racyKeptLocked()
 	keep := (o.KernelCache || same) && flags&syscall.O_TRUNC == 0
 	if ifKept && !(keep && n.opened) {
 		return 0, false
 	}
-	n.opened, n.openSize, n.openTime = true, n.lastSize, n.lastTime
+	n.opened, n.openSize, n.openTime, n.openAt = true, n.lastSize, n.lastTime, time.Now()
 	if keep {
 		return fuse.FOPEN_KEEP_CACHE, true
 	}

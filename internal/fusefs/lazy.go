@@ -13,12 +13,14 @@ import (
 	"sshfsm/internal/remote"
 )
 
-// Lazy opens. A read-only open(2) of a file whose attributes are fresh
-// and whose data the kernel keeps from a previous open (FOPEN_KEEP_CACHE:
-// size and mtime unchanged) does not contact the server: the remote file
-// is opened by the first READ the page cache cannot serve, usually none.
-// Reading a tree again then costs no round trip per file, where OPEN,
-// FSTAT and CLOSE would. A first open, whose data must be read, stays
+// Lazy opens. A read-only open(2) of a file whose data the kernel keeps
+// from a previous open (FOPEN_KEEP_CACHE: size and mtime unchanged) sends
+// no OPEN: the remote file is opened by the first READ the page cache
+// cannot serve, usually none. Outside immutable mode the open still asks
+// for the file's attributes (closetoopen.go); in immutable mode, with
+// attributes known, it contacts the server not at all. Reading a tree
+// again then costs one round trip per file at most, where OPEN, FSTAT and
+// CLOSE would cost three. A first open, whose data must be read, stays
 // eager: the OPEN costs the same round trip there, and a caught SIGINT
 // or SIGTERM interrupts a blocked open(2), while the kernel's readahead
 // READs wait for fatal signals only.
@@ -69,6 +71,15 @@ func (n *node) lazyAttr(p string) (remote.Attr, bool) {
 func (n *node) openKept(p string, flags uint32, late bool) (*handle, uint32, bool) {
 	a, ok := n.lazyAttr(p)
 	if !ok {
+		return nil, 0, false
+	}
+	return n.openKeptAt(a, flags, late)
+}
+
+// openKeptAt is openKept for a file whose attributes a were just fetched
+// or are fresh.
+func (n *node) openKeptAt(a remote.Attr, flags uint32, late bool) (*handle, uint32, bool) {
+	if n.writing() || fileType(a) != syscall.S_IFREG || !n.fsys.mayRead(a) {
 		return nil, 0, false
 	}
 	fl, ok := n.cacheFlags(flags, true)

@@ -35,6 +35,7 @@ type node struct {
 	opened   bool
 	openSize uint64
 	openTime time.Time
+	openAt   time.Time // when, by the local clock
 	// lastSize and lastTime are the newest size and mtime fetched; last
 	// is the newest attributes, reported after unlink when no open
 	// handle can be asked, and lastAt when they were learned.

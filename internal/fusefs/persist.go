@@ -30,6 +30,7 @@ func (f *filesys) startPersist() {
 	}
 	f.notes = &notifier{f: f, wake: make(chan struct{}, 1)}
 	tree, _ := f.ns.(remote.TreeLister)
+	changes, _ := f.ns.(remote.ChangeLister)
 	f.dirs.Persist(cache.PersistOptions{
 		Path:    f.opts.MetaFile,
 		Mode:    f.opts.Mode,
@@ -37,8 +38,18 @@ func (f *filesys) startPersist() {
 		Root:    f.rootAttr,
 		ReadDir: f.ns.ReadDir,
 		Tree:    tree,
+		Changes: changes,
+		Checked: f.forgetContents,
 		Changed: f.notes.add,
 	})
+}
+
+// forgetContents drops the disk cache's versions of paths, changed on
+// the server while it was not mounted.
+func (f *filesys) forgetContents(paths []string) {
+	for _, p := range paths {
+		f.forgetContent(p)
+	}
 }
 
 // persistUntilUnmount tells the kernel about revalidations while srv

@@ -188,67 +188,51 @@ func changeWhileUnmounted(t *testing.T, th *testenv.Host) (added, removed, rewri
 	return added, removed, rewritten
 }
 
-// Auto: after a remount, find is answered from the snapshot before any
-// listing is made; then the directories used are listed again, and what
-// changed on the server while unmounted shows.
+func (g *gate) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
+	if err := g.wait(ctx); err != nil {
+		return err
+	}
+	return g.Remote.(remote.ChangeLister).ListChanged(ctx, dir, within, fn)
+}
+
+// Auto: after a remount, the loaded listings answer only once one change
+// listing checked them; find and lstat then show what changed on the
+// server while unmounted at once.
 func TestPersistAutoRemount(t *testing.T) {
 	th := testenv.StartHost(t, "127.0.0.2")
 	walkTree(t, filepath.Join(th.Dir, "proj"), 6, 8)
 	meta := filepath.Join(t.TempDir(), "meta", "snap")
 	first := mountMeta(t, th, cache.Auto, meta, nil)
-	oldNames := findIn(t, first.path("proj"))
+	before := copyRequests(first.host)
 	walkAll(t, th, first)
+	cost := listingRequests(first.host, before)
 	first.end(t)
 	added, removed, rewritten := changeWhileUnmounted(t, th)
 
 	g := &gate{open: make(chan struct{})}
 	second := mountMeta(t, th, cache.Auto, meta, func(r remote.Remote) remote.Remote { g.Remote = r; return g })
-	before := copyRequests(second.host)
-	// No listing can be made yet: find answers from the snapshot alone.
-	if got := findIn(t, second.path("proj")); !slices.Equal(got, oldNames) {
-		t.Errorf("before revalidation find shows %d names, the snapshot holds %d", len(got), len(oldNames))
+	before = copyRequests(second.host)
+	// Nothing loaded answers before the check.
+	if _, ok := second.dirs.List("proj"); ok {
+		t.Error("a loaded listing answers before the check")
 	}
-	if req := listingRequests(second.host, before); len(req) != 0 {
-		t.Errorf("find before revalidation sent %v", req)
-	}
-	// The kernel now holds the old state of these three names, for 20 s.
+	close(g.open)
+	got := findIn(t, second.path("proj"))
 	_, errAdded := os.Lstat(second.path("proj/" + added))
 	_, errRemoved := os.Lstat(second.path("proj/" + removed))
 	fi, err := os.Lstat(second.path("proj/" + rewritten))
-	if !os.IsNotExist(errAdded) || errRemoved != nil || err != nil || fi.Size() == 1000 {
-		t.Fatalf("before revalidation: added %v, removed %v, rewritten %v %v", errAdded, errRemoved, fi, err)
-	}
-	if st := second.dirs.PersistStats(); st.Pending == 0 {
-		t.Error("no revalidation queued")
-	}
-	close(g.open)
-
-	// Well within the kernel's timeouts, its copies are dropped.
-	for i := 0; ; i++ {
-		names := findIn(t, second.path("proj"))
-		_, errAdded = os.Lstat(second.path("proj/" + added))
-		_, errRemoved = os.Lstat(second.path("proj/" + removed))
-		fi, err = os.Lstat(second.path("proj/" + rewritten))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Contains(names, added) && !slices.Contains(names, removed) && errAdded == nil &&
-			os.IsNotExist(errRemoved) && fi.Size() == 1000 {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("after 10 s: find shows added %v, removed %v; lstat: added %v, removed %v, rewritten size %d",
-				slices.Contains(names, added), slices.Contains(names, removed), errAdded, errRemoved, fi.Size())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	req := listingRequests(second.host, before)
-	st := second.dirs.PersistStats()
-	t.Logf("revalidation sent %v; %d listings revalidated, %d changed", req, st.Revalidated, st.Changed)
-	if req["exec"]+req["OPENDIR"] == 0 || st.Changed == 0 {
-		t.Errorf("revalidation: %v, stats %+v", req, st)
+	if !slices.Contains(got, added) || slices.Contains(got, removed) || errAdded != nil ||
+		!os.IsNotExist(errRemoved) || err != nil || fi.Size() != 1000 {
+		t.Errorf("first look after the remount: find shows added %v, removed %v; lstat: added %v, removed %v, rewritten %v %v",
+			slices.Contains(got, added), slices.Contains(got, removed), errAdded, errRemoved, fi, err)
 	}
 	sameTree(t, filepath.Join(th.Dir, "proj"), second.path("proj"))
+	again := listingRequests(second.host, before)
+	st := second.dirs.PersistStats()
+	t.Logf("first mount %v; remount %v, %+v", cost, again, st)
+	if st.Check != "done" || st.CheckChanged == 0 {
+		t.Errorf("check at mount: %+v", st)
+	}
 }
 
 // Strict: nothing loaded answers; the first find lists the server and

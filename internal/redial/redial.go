@@ -265,3 +265,18 @@ func (r *Remote) ListTree(ctx context.Context, dir string, depth int, fn func(st
 	}
 	return tl.ListTree(ctx, dir, depth, fn)
 }
+
+var _ remote.ChangeLister = (*Remote)(nil)
+
+// ListChanged lists through the connected host, as ListTree.
+func (r *Remote) ListChanged(ctx context.Context, dir string, within time.Duration, fn func(string, time.Duration)) error {
+	t, err := r.remote()
+	if err != nil {
+		return err
+	}
+	cl, ok := t.(remote.ChangeLister)
+	if !ok {
+		return remote.ErrTreeUnsupported
+	}
+	return cl.ListChanged(ctx, dir, within, fn)
+}

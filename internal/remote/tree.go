@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // TreeLister is implemented by remotes that can list a whole subtree in one
@@ -28,3 +29,16 @@ var (
 	// ErrTreeTruncated says that a tree listing stopped at its entry limit.
 	ErrTreeTruncated = errors.New("tree listing stopped at its entry limit")
 )
+
+// ChangeLister is implemented by remotes that can list, in one request,
+// what changed recently in a subtree.
+type ChangeLister interface {
+	// ListChanged calls fn with the path of every name at or below dir
+	// (dir itself included) whose inode changed within the last within,
+	// and how long ago, as the server's clock measures both: its ctime,
+	// which a write, a change of attributes, a rename, and in a directory
+	// a name added or removed all set, and which no one can set back. fn
+	// is called from one goroutine at a time. ErrTreeUnsupported: the
+	// host cannot (no exec, no GNU find).
+	ListChanged(ctx context.Context, dir string, within time.Duration, fn func(path string, age time.Duration)) error
+}
