@@ -261,3 +261,64 @@ func TestLinkMovedOrLinkedIsCheckedAgain(t *testing.T) {
 		}
 	}
 }
+
+// outsideFile makes a file next to the mount, in a directory of the
+// test's own, and returns its path and its path from the mountpoint's
+// parent (for targets that climb out of the mount).
+func outsideFile(t *testing.T, tm *testMount) (abs, fromParent string) {
+	t.Helper()
+	dir := t.TempDir()
+	if filepath.Dir(dir) != filepath.Dir(tm.mnt) {
+		t.Fatalf("%s and %s have different parents", dir, tm.mnt)
+	}
+	abs = filepath.Join(dir, "secret")
+	mustWrite(t, abs, []byte("client file\n"))
+	return abs, filepath.Base(dir) + "/secret"
+}
+
+// assertNotReached fails when reading or appending through the mount's
+// link reached the client's file abs.
+func assertNotReached(t *testing.T, tm *testMount, link, abs string) {
+	t.Helper()
+	if b, err := os.ReadFile(tm.path(link)); err == nil || strings.Contains(string(b), "client file") {
+		t.Errorf("read %s: %q, %v; want an error", link, b, err)
+	}
+	if f, err := os.OpenFile(tm.path(link), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		_, _ = f.WriteString("appended through the mount\n")
+		f.Close()
+	}
+	if b, err := os.ReadFile(abs); err != nil || string(b) != "client file\n" {
+		t.Errorf("client file %s now holds %q, %v", abs, b, err)
+	}
+}
+
+// TestLinksInMovedDirectoryAreCheckedAgain: the kernel keeps each link's
+// target with its inode; links inside a directory moved higher through
+// the mount must not be followed from there with targets checked for the
+// directory's old depth.
+func TestLinksInMovedDirectoryAreCheckedAgain(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	abs, rel := outsideFile(t, tm)
+	if err := os.MkdirAll(filepath.Join(tm.dir, "a/b/d/e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Plain at their depths: they climb to the mount root, no further.
+	links := map[string]string{"a/b/d/l": "../../../" + rel, "a/b/d/e/l": "../../../../" + rel}
+	for l, target := range links {
+		if err := os.Symlink(target, filepath.Join(tm.dir, l)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.Readlink(tm.path(l)); got != target || err != nil {
+			t.Fatalf("readlink %s: %q, %v", l, got, err)
+		}
+	}
+	if err := os.Rename(tm.path("a/b/d"), tm.path("a/d")); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"a/d/l", "a/d/e/l"} {
+		if got, err := os.Readlink(tm.path(l)); !isErrno(err, syscall.EACCES) {
+			t.Errorf("readlink %s after the move: %q, %v; want EACCES", l, got, err)
+		}
+		assertNotReached(t, tm, l, abs)
+	}
+}
