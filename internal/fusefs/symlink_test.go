@@ -322,3 +322,61 @@ func TestLinksInMovedDirectoryAreCheckedAgain(t *testing.T) {
 		assertNotReached(t, tm, l, abs)
 	}
 }
+
+// TestHardLinkedNamesMadeLinksOrDirsKeepApart: two names of a file linked
+// through the mount share an inode number; when the server makes each
+// name a symlink, or a directory holding one, the two must not share one
+// node either, or the kernel would follow, from one place, a target
+// checked for the other's directory.
+func TestHardLinkedNamesMadeLinksOrDirsKeepApart(t *testing.T) {
+	for _, asDir := range []bool{false, true} {
+		t.Run(map[bool]string{false: "links", true: "dirs"}[asDir], func(t *testing.T) {
+			o := defaultOpts()
+			o.EntryTimeout, o.AttrTimeout, o.DirCacheTimeout = 0, 0, 0
+			tm := mountWith(t, o, nil)
+			abs, rel := outsideFile(t, tm)
+			if err := os.MkdirAll(filepath.Join(tm.dir, "a"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, filepath.Join(tm.dir, "a/f"), []byte("x"))
+			if err := os.Link(tm.path("a/f"), tm.path("g")); err != nil {
+				t.Fatal(err)
+			}
+			// Plain one level deeper than the root: out of the mount
+			// when followed from there.
+			deeper, shallower, target := "a/f", "g", "../"+rel
+			if asDir {
+				deeper, shallower, target = "a/f/l", "g/l", "../../"+rel
+			}
+			for _, name := range []string{"a/f", "g"} {
+				l := filepath.Join(tm.dir, name)
+				if err := os.Remove(l); err != nil {
+					t.Fatal(err)
+				}
+				if asDir {
+					if err := os.Mkdir(l, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					l = filepath.Join(l, "l")
+				}
+				if err := os.Symlink(target, l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The shallower name is looked up first, the deeper one
+			// last: a shared node's path would be the deeper one.
+			for _, l := range []string{shallower, deeper} {
+				if _, err := os.Lstat(tm.path(l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := os.Readlink(tm.path(deeper)); got != target || err != nil {
+				t.Fatalf("readlink %s: %q, %v", deeper, got, err)
+			}
+			if got, err := os.Readlink(tm.path(shallower)); !isErrno(err, syscall.EACCES) {
+				t.Errorf("readlink %s: %q, %v; want EACCES", shallower, got, err)
+			}
+			assertNotReached(t, tm, shallower, abs)
+		})
+	}
+}
