@@ -43,7 +43,9 @@ func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, ou
 	n.fsys.dirs.Set(dir, name, a)
 	child := &node{fsys: n.fsys}
 	child.report(a, 0, &out.Attr)
-	return n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(a), Ino: n.fsys.inos.get(p)})
+	typ := fileType(a)
+	ino := n.fsys.inos.forType(p, typ, n.fsys.inos.get(p))
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: typ, Ino: ino})
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 const rootIno = 1
@@ -114,6 +115,12 @@ func (t *inoTable) get(p string) uint64 {
 	if v, ok := t.byPath[p]; ok {
 		return v
 	}
+	return t.claimLocked(p)
+}
+
+// claimLocked gives p, which has no number in byPath, its hash or the
+// first free number of the probe sequence from there.
+func (t *inoTable) claimLocked(p string) uint64 {
 	fp, h := t.fingerprint(p), t.hash(p)
 	v := h
 	for {
@@ -131,6 +138,27 @@ func (t *inoTable) get(p string) uint64 {
 		t.byPath[p] = v
 	}
 	return v
+}
+
+// forType returns the number for the file of type typ (S_IFMT bits) at
+// p, given v, the number get returned: v, unless several names share v
+// (link) and the file at p is now a directory or a symlink. Only the
+// server can have made it one (link(2) of either never shares a number),
+// so the other names are not the same file; and go-fuse gives one node
+// to equal numbers of one type: a directory or link in two places, whose
+// links the kernel would follow from one place with targets checked for
+// the other. p gets a number of its own.
+func (t *inoTable) forType(p string, typ uint32, v uint64) uint64 {
+	if (typ != syscall.S_IFDIR && typ != syscall.S_IFLNK) || !t.anyHardLinks.Load() {
+		return v
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.sharedLocked(v) || t.byPath[p] != v {
+		return v
+	}
+	delete(t.byPath, p)
+	return t.claimLocked(p)
 }
 
 // nextIno is the number probed after v.

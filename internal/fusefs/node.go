@@ -191,6 +191,7 @@ func (n *node) newChildIno(ctx context.Context, name, p string, ino uint64, a re
 	if ino == 0 {
 		ino = n.fsys.inos.get(p)
 	}
+	ino = n.fsys.inos.forType(p, typ, ino)
 	child := &node{fsys: n.fsys}
 	child.report(a, 0, &out.Attr)
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: typ, Ino: ino})

@@ -48,13 +48,27 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	moved := n.GetChild(name)
 	n.renamed(np, name, newName, oldDir, oldp, newDir, newp)
-	if moved != nil && moved.StableAttr().Mode == syscall.S_IFLNK && oldDir != newDir {
-		// The kernel keeps a link's target with its inode, and a target
-		// checked for the old directory may climb too far from the new
-		// one: it asks Readlink again.
-		moved.NotifyContent(0, 0)
+	if moved != nil && oldDir != newDir {
+		forgetLinkTargets(moved)
 	}
 	return 0
+}
+
+// forgetLinkTargets makes the kernel ask Readlink again for the link in,
+// or for every link it knows below the directory in, after a move to
+// another directory. The kernel keeps a link's target with its inode,
+// and a target checked for the old depth may climb too far from the new
+// one: a link three levels down may climb three levels, and moved one
+// level up it would leave the mount.
+func forgetLinkTargets(in *fs.Inode) {
+	switch in.StableAttr().Mode {
+	case syscall.S_IFLNK:
+		in.NotifyContent(0, 0)
+	case syscall.S_IFDIR:
+		for _, ch := range in.Children() {
+			forgetLinkTargets(ch)
+		}
+	}
 }
 
 // renamed brings caches and inode numbers in line with a done rename.

@@ -261,3 +261,122 @@ func TestLinkMovedOrLinkedIsCheckedAgain(t *testing.T) {
 		}
 	}
 }
+
+// outsideFile makes a file next to the mount, in a directory of the
+// test's own, and returns its path and its path from the mountpoint's
+// parent (for targets that climb out of the mount).
+func outsideFile(t *testing.T, tm *testMount) (abs, fromParent string) {
+	t.Helper()
+	dir := t.TempDir()
+	if filepath.Dir(dir) != filepath.Dir(tm.mnt) {
+		t.Fatalf("%s and %s have different parents", dir, tm.mnt)
+	}
+	abs = filepath.Join(dir, "secret")
+	mustWrite(t, abs, []byte("client file\n"))
+	return abs, filepath.Base(dir) + "/secret"
+}
+
+// assertNotReached fails when reading or appending through the mount's
+// link reached the client's file abs.
+func assertNotReached(t *testing.T, tm *testMount, link, abs string) {
+	t.Helper()
+	if b, err := os.ReadFile(tm.path(link)); err == nil || strings.Contains(string(b), "client file") {
+		t.Errorf("read %s: %q, %v; want an error", link, b, err)
+	}
+	if f, err := os.OpenFile(tm.path(link), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		_, _ = f.WriteString("appended through the mount\n")
+		f.Close()
+	}
+	if b, err := os.ReadFile(abs); err != nil || string(b) != "client file\n" {
+		t.Errorf("client file %s now holds %q, %v", abs, b, err)
+	}
+}
+
+// TestLinksInMovedDirectoryAreCheckedAgain: the kernel keeps each link's
+// target with its inode; links inside a directory moved higher through
+// the mount must not be followed from there with targets checked for the
+// directory's old depth.
+func TestLinksInMovedDirectoryAreCheckedAgain(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), nil)
+	abs, rel := outsideFile(t, tm)
+	if err := os.MkdirAll(filepath.Join(tm.dir, "a/b/d/e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Plain at their depths: they climb to the mount root, no further.
+	links := map[string]string{"a/b/d/l": "../../../" + rel, "a/b/d/e/l": "../../../../" + rel}
+	for l, target := range links {
+		if err := os.Symlink(target, filepath.Join(tm.dir, l)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.Readlink(tm.path(l)); got != target || err != nil {
+			t.Fatalf("readlink %s: %q, %v", l, got, err)
+		}
+	}
+	if err := os.Rename(tm.path("a/b/d"), tm.path("a/d")); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"a/d/l", "a/d/e/l"} {
+		if got, err := os.Readlink(tm.path(l)); !isErrno(err, syscall.EACCES) {
+			t.Errorf("readlink %s after the move: %q, %v; want EACCES", l, got, err)
+		}
+		assertNotReached(t, tm, l, abs)
+	}
+}
+
+// TestHardLinkedNamesMadeLinksOrDirsKeepApart: two names of a file linked
+// through the mount share an inode number; when the server makes each
+// name a symlink, or a directory holding one, the two must not share one
+// node either, or the kernel would follow, from one place, a target
+// checked for the other's directory.
+func TestHardLinkedNamesMadeLinksOrDirsKeepApart(t *testing.T) {
+	for _, asDir := range []bool{false, true} {
+		t.Run(map[bool]string{false: "links", true: "dirs"}[asDir], func(t *testing.T) {
+			o := defaultOpts()
+			o.EntryTimeout, o.AttrTimeout, o.DirCacheTimeout = 0, 0, 0
+			tm := mountWith(t, o, nil)
+			abs, rel := outsideFile(t, tm)
+			if err := os.MkdirAll(filepath.Join(tm.dir, "a"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, filepath.Join(tm.dir, "a/f"), []byte("x"))
+			if err := os.Link(tm.path("a/f"), tm.path("g")); err != nil {
+				t.Fatal(err)
+			}
+			// Plain one level deeper than the root: out of the mount
+			// when followed from there.
+			deeper, shallower, target := "a/f", "g", "../"+rel
+			if asDir {
+				deeper, shallower, target = "a/f/l", "g/l", "../../"+rel
+			}
+			for _, name := range []string{"a/f", "g"} {
+				l := filepath.Join(tm.dir, name)
+				if err := os.Remove(l); err != nil {
+					t.Fatal(err)
+				}
+				if asDir {
+					if err := os.Mkdir(l, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					l = filepath.Join(l, "l")
+				}
+				if err := os.Symlink(target, l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The shallower name is looked up first, the deeper one
+			// last: a shared node's path would be the deeper one.
+			for _, l := range []string{shallower, deeper} {
+				if _, err := os.Lstat(tm.path(l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := os.Readlink(tm.path(deeper)); got != target || err != nil {
+				t.Fatalf("readlink %s: %q, %v", deeper, got, err)
+			}
+			if got, err := os.Readlink(tm.path(shallower)); !isErrno(err, syscall.EACCES) {
+				t.Errorf("readlink %s: %q, %v; want EACCES", shallower, got, err)
+			}
+			assertNotReached(t, tm, shallower, abs)
+		})
+	}
+}
