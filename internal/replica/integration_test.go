@@ -138,6 +138,7 @@ func hashFile(t *testing.T, path string) []byte {
 
 // Eight parallel readers through the mount spread over both sshd hosts.
 func TestSSHParallelReadersSpread(t *testing.T) {
+	equalLatencies(t)
 	ss := startSSHSet(t)
 	const size = 16 << 20
 	sums := make([][]byte, 8)
