@@ -39,7 +39,7 @@ func unsafe(format string, args ...any) error {
 // dir itself may not be a link; the caller keeps using dir, whose every
 // step only it and root can change.
 func Make(dir string, forbid fs.FileMode) error {
-	_, err := walk(dir, forbid, true, false)
+	_, err := walk(dir, checkOf(forbid), true, false)
 	return err
 }
 
@@ -51,14 +51,28 @@ func Make(dir string, forbid fs.FileMode) error {
 // a directory that passed: a refusal makes nothing, and nothing made can
 // be redirected. The caller uses the path returned.
 func Resolve(dir string, forbid fs.FileMode) (string, error) {
-	return walk(dir, forbid, true, true)
+	return walk(dir, checkOf(forbid), true, true)
 }
 
 // CheckPath checks dir as Make does, making nothing: a missing directory
 // is an error satisfying errors.Is(err, fs.ErrNotExist).
 func CheckPath(dir string, forbid fs.FileMode) error {
-	_, err := walk(dir, forbid, false, false)
+	_, err := walk(dir, checkOf(forbid), false, false)
 	return err
+}
+
+// CheckHolder refuses a directory, such as a temporary one, in which
+// someone else could rename or replace what the caller puts there: every
+// step to it is checked as Resolve does, and dir itself must be owned by
+// the calling user or root and writable by others only when sticky.
+func CheckHolder(dir string) error {
+	_, err := walk(dir, checkParent, false, true)
+	return err
+}
+
+// checkOf is Check of forbid.
+func checkOf(forbid fs.FileMode) func(string) error {
+	return func(dir string) error { return Check(dir, forbid) }
 }
 
 // maxLinks bounds the links followed on one path, as the kernel's ELOOP.
@@ -66,9 +80,9 @@ const maxLinks = 40
 
 // walk resolves dir one name at a time from the root, checking each
 // directory before looking a name up in it, and each link before
-// following it; with create, it makes what is missing. Unless followLast,
-// dir itself must be no link.
-func walk(dir string, forbid fs.FileMode, create, followLast bool) (string, error) {
+// following it, and dir itself with check; with create, it makes what is
+// missing. Unless followLast, dir itself must be no link.
+func walk(dir string, check func(string) error, create, followLast bool) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -91,7 +105,7 @@ func walk(dir string, forbid fs.FileMode, create, followLast bool) (string, erro
 		}
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0 && len(todo) == 0 && !followLast:
-			return "", Check(next, forbid) // refuses it: not a directory
+			return "", check(next) // refuses it: not a directory
 		case fi.Mode()&fs.ModeSymlink != 0:
 			if links++; links > maxLinks {
 				return "", &fs.PathError{Op: "resolve", Path: dir, Err: syscall.ELOOP}
@@ -110,7 +124,7 @@ func walk(dir string, forbid fs.FileMode, create, followLast bool) (string, erro
 			cur = next
 		}
 	}
-	if err := Check(cur, forbid); err != nil {
+	if err := check(cur); err != nil {
 		return "", err
 	}
 	return cur, nil
