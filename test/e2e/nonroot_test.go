@@ -164,13 +164,13 @@ func (u *userArea) sshConfig(t *testing.T, h *testenv.Host) string {
 	return cfg
 }
 
-// command prepares name to run as nobody, with its home, runtime and
-// temporary directories in the area (and the run's leak marker inherited).
+// command prepares name to run as nobody, with its home, runtime, cache
+// and temporary directories in the area (and the run's leak marker inherited).
 func (u *userArea) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = u.home
 	cmd.Env = append(os.Environ(), "HOME="+u.home, "XDG_RUNTIME_DIR="+u.runtime, "TMPDIR="+u.tmp,
-		"USER=nobody", "LOGNAME=nobody")
+		"XDG_CACHE_HOME="+filepath.Join(u.home, ".cache"), "USER=nobody", "LOGNAME=nobody")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
 		Uid: nobody, Gid: nobody, Groups: []uint32{}}}
 	return cmd
