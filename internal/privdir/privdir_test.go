@@ -199,3 +199,26 @@ func TestResolveRefusalCreatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHolder: a directory to make private ones in (a TMPDIR) must
+// keep others from renaming what it holds: it is the user's or root's,
+// and open to others' writes only when sticky.
+func TestCheckHolder(t *testing.T) {
+	base := t.TempDir()
+	if err := CheckHolder(base); err != nil {
+		t.Errorf("CheckHolder(%s), a private directory: %v", base, err)
+	}
+	sticky := mkdir(t, filepath.Join(base, "sticky"), 0o777)
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHolder(sticky); err != nil {
+		t.Errorf("CheckHolder(%s), sticky like /tmp: %v", sticky, err)
+	}
+	loose := mkdir(t, filepath.Join(base, "loose"), 0o777)
+	for _, dir := range []string{loose, mkdir(t, filepath.Join(loose, "below"), 0o700)} {
+		if err := CheckHolder(dir); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("CheckHolder(%s): %v; want ErrUnsafe", dir, err)
+		}
+	}
+}
