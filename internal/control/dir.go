@@ -27,12 +27,14 @@ func runtimeDir(xdg string, uid int) string {
 }
 
 // makePrivateDir creates dir (mode 0700) unless it exists, then checks
-// that it is private.
+// that it is private and that no one else could swap it or a directory
+// above it: the sweep removes files in it (privdir.Make).
 func makePrivateDir(dir string) error { return privdir.Make(dir, privdir.Private) }
 
-// checkPrivateDir refuses a directory that someone else could have planted
-// or could read (privdir.Check).
-func checkPrivateDir(dir string) error { return privdir.Check(dir, privdir.Private) }
+// checkPrivateDir refuses a directory that someone else could have
+// planted, could read, or could swap with a directory above it
+// (privdir.CheckPath).
+func checkPrivateDir(dir string) error { return privdir.CheckPath(dir, privdir.Private) }
 
 // socketName is the file name of the socket serving mountpoint: a hash,
 // because a mountpoint may be longer than a socket path may be.

@@ -99,3 +99,36 @@ func TestListenSweepsStale(t *testing.T) {
 		}
 	}
 }
+
+// TestRuntimeDirInOthersDirRefused: a status directory inside one that
+// another user owns (XDG_RUNTIME_DIR kept across su or sudo) is theirs to
+// swap after it is checked, which would point the sweep's removals, and
+// the socket, at a directory of their choosing. Neither the daemon nor the
+// client uses it, and the daemon makes nothing there.
+func TestRuntimeDirInOthersDirRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("giving a directory to another user needs root")
+	}
+	theirs := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(theirs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(theirs, "sshfsm")
+	if s, err := Listen(Options{Dir: dir, Mountpoint: "/mnt/x", Provider: func() Status { return Status{} }}); err == nil {
+		s.Close()
+		t.Errorf("Listen in %s, a directory of uid 65534: accepted", dir)
+	} else if !strings.Contains(err.Error(), "is owned by uid 65534, neither you") {
+		t.Errorf("Listen in %s: %v; want a refusal naming the owner", dir, err)
+	}
+	gone(t, dir)
+
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Client{Dir: dir}).List(); err == nil || !strings.Contains(err.Error(), "is owned by uid 65534, neither you") {
+		t.Errorf("List in %s: %v; want a refusal naming the owner", dir, err)
+	}
+}

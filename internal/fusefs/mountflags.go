@@ -34,7 +34,10 @@ var mountFlags = map[string]mountFlag{
 const msLazyTime = 1 << 25
 
 // flagNames are the names under which set bits are passed: fusermount3
-// reads them from its -o, a direct mount(2) takes the bits.
+// reads them from its -o, a direct mount(2) takes the bits. relatime has
+// no name: the kernel mounts relatime unless noatime or strictatime says
+// otherwise, and many a fusermount3 (3.14 among them) refuses the name,
+// which would fail the fstab lines that spell the default out.
 var flagNames = []struct {
 	bit  uintptr
 	name string
@@ -47,7 +50,6 @@ var flagNames = []struct {
 	{syscall.MS_DIRSYNC, "dirsync"},
 	{syscall.MS_NOATIME, "noatime"},
 	{syscall.MS_NODIRATIME, "nodiratime"},
-	{syscall.MS_RELATIME, "relatime"},
 	{syscall.MS_STRICTATIME, "strictatime"},
 	{msLazyTime, "lazytime"},
 }

@@ -21,6 +21,7 @@ func TestKernelFlags(t *testing.T) {
 		{[]string{"noexec", "exec"}, false, always, []string{"nosuid", "nodev"}},
 		{[]string{"exec", "noexec"}, false, always | syscall.MS_NOEXEC, []string{"nosuid", "nodev", "noexec"}},
 		{[]string{"sync", "dirsync", "async"}, false, always | syscall.MS_DIRSYNC, []string{"nosuid", "nodev", "dirsync"}},
+		{[]string{"relatime"}, false, always | syscall.MS_RELATIME, []string{"nosuid", "nodev"}},
 		{[]string{"strictatime", "nodiratime", "lazytime"}, false,
 			always | syscall.MS_STRICTATIME | syscall.MS_NODIRATIME | msLazyTime,
 			[]string{"nosuid", "nodev", "nodiratime", "strictatime", "lazytime"}},

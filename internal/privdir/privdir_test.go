@@ -129,3 +129,96 @@ func TestMakePrivate(t *testing.T) {
 		t.Errorf("a link: %v", err)
 	}
 }
+
+// TestResolveChecksLinksOnTheWay: a link is only as safe as the directory
+// holding it and its owner. One that another user put, or could put, on
+// the way to a good directory would choose which directory the caller
+// uses: refused, though the directory it leads to passes every check.
+func TestResolveChecksLinksOnTheWay(t *testing.T) {
+	base := t.TempDir()
+	good := mkdir(t, filepath.Join(base, "good"), 0o700)
+	link := func(dir, name, target string) string {
+		p := filepath.Join(dir, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	loose := mkdir(t, filepath.Join(base, "loose"), 0o777)
+	cases := map[string]string{
+		link(loose, "cache", good):                     "others could replace what it holds",
+		filepath.Join(link(loose, "up", base), "good"): "others could replace what it holds",
+	}
+	if os.Getuid() == 0 {
+		// A sticky directory keeps others from replacing our links, not
+		// from planting theirs.
+		sticky := mkdir(t, filepath.Join(base, "sticky"), 0o777)
+		if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+			t.Fatal(err)
+		}
+		planted := link(sticky, "cache", good)
+		chownNobody(t, planted)
+		cases[planted] = "is a link of uid 65534"
+		// Another user's home, named by HOME or XDG_CACHE_HOME.
+		home := mkdir(t, filepath.Join(base, "home"), 0o755)
+		chownNobody(t, home)
+		cases[filepath.Join(link(home, ".cache", base), "good")] = "is owned by uid 65534, neither you"
+	}
+	for dir, want := range cases {
+		if got, err := Resolve(dir, NoOthersWrite); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrUnsafe) {
+			t.Errorf("Resolve(%s) = %q, %v; want an ErrUnsafe saying %q", dir, got, err, want)
+		}
+	}
+	// Our own link in a sticky directory, like /tmp, is fine.
+	if os.Getuid() == 0 {
+		mine := link(filepath.Join(base, "sticky"), "mine", good)
+		if got, err := Resolve(mine, NoOthersWrite); err != nil || got != good {
+			t.Errorf("Resolve(%s) = %q, %v; want %s", mine, got, err, good)
+		}
+	}
+}
+
+// TestResolveRefusalCreatesNothing: a directory is only made below one
+// that passed the checks, so that a refused path leaves nothing behind and
+// no link another user could swap in redirects what is made.
+func TestResolveRefusalCreatesNothing(t *testing.T) {
+	base := t.TempDir()
+	loose := mkdir(t, filepath.Join(base, "loose"), 0o777)
+	elsewhere := mkdir(t, filepath.Join(base, "elsewhere"), 0o700)
+	if err := os.Symlink(elsewhere, filepath.Join(loose, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(loose, "sub", "cache"), filepath.Join(loose, "link", "cache")} {
+		if _, err := Resolve(dir, NoOthersWrite); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("Resolve(%s): %v; want ErrUnsafe", dir, err)
+		}
+	}
+	for _, d := range []string{filepath.Join(loose, "sub"), filepath.Join(elsewhere, "cache")} {
+		if _, err := os.Lstat(d); !os.IsNotExist(err) {
+			t.Errorf("%s after a refusal: %v; want it never made", d, err)
+		}
+	}
+}
+
+// TestCheckHolder: a directory to make private ones in (a TMPDIR) must
+// keep others from renaming what it holds: it is the user's or root's,
+// and open to others' writes only when sticky.
+func TestCheckHolder(t *testing.T) {
+	base := t.TempDir()
+	if err := CheckHolder(base); err != nil {
+		t.Errorf("CheckHolder(%s), a private directory: %v", base, err)
+	}
+	sticky := mkdir(t, filepath.Join(base, "sticky"), 0o777)
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHolder(sticky); err != nil {
+		t.Errorf("CheckHolder(%s), sticky like /tmp: %v", sticky, err)
+	}
+	loose := mkdir(t, filepath.Join(base, "loose"), 0o777)
+	for _, dir := range []string{loose, mkdir(t, filepath.Join(loose, "below"), 0o700)} {
+		if err := CheckHolder(dir); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("CheckHolder(%s): %v; want ErrUnsafe", dir, err)
+		}
+	}
+}

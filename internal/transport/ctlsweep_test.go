@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sshfsm/internal/testenv"
 )
 
 // impossiblePID is a process id no process can have: above the kernel's
@@ -90,5 +92,31 @@ func TestSweepCtlDirs(t *testing.T) {
 	}
 	if got := ctlDirPID(filepath.Base(ctlDirPattern() + "x")); got != os.Getpid() {
 		t.Errorf("the pid in this process's directory names reads back as %d", got)
+	}
+}
+
+// TestCtlDirNotWhereOthersCanSwapIt: ssh's client talks to whatever
+// listens at its ControlPath, whoever runs it; so the socket directory of
+// a private master is never made in a temporary directory that others may
+// change, where they could rename it away and listen in its place. The
+// sticky /tmp serves instead.
+func TestCtlDirNotWhereOthersCanSwapIt(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	// Short: a socket path holds at most 107 bytes.
+	loose, err := os.MkdirTemp("/tmp", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(loose) })
+	if err := os.Chmod(loose, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", loose)
+	h := dialSSH(t, th, nil)
+	if h.x.mode != execPrivate {
+		t.Fatalf("exec mode %d, want the private master", h.x.mode)
+	}
+	if strings.HasPrefix(h.x.dir, loose+"/") {
+		t.Errorf("socket directory %s made in %s, a directory of mode 0777 without the sticky bit", h.x.dir, loose)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"sshfsm/internal/privdir"
 )
 
 // Remote commands (Exec) run over the SSH connection of channel slot 0:
@@ -94,6 +96,11 @@ func (x *execState) setup(ctx context.Context, o *Options) {
 	for _, parent := range []string{os.TempDir(), "/tmp"} {
 		// Room for "/", MkdirTemp's random part, "/c" and the socket number.
 		if len(parent)+len(ctlDirPattern()) > maxSocketPath-18 || strings.ContainsAny(parent, " \t\"'%\\") {
+			continue
+		}
+		// ssh's client trusts whatever listens at its ControlPath: in a
+		// directory others may change, they could swap ours for theirs.
+		if privdir.CheckHolder(parent) != nil {
 			continue
 		}
 		sweepCtlDirs(parent)

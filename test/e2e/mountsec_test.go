@@ -119,8 +119,9 @@ func TestMountFlagsReachKernel(t *testing.T) {
 	}
 
 	// Without noexec, the same script runs: the test above can fail.
-	plain := mount(t, h, mountSpec{})
-	checkFlags(t, plain.Dir, "nosuid", "nodev")
+	// relatime, the kernel's default, is accepted as fstab lines spell it.
+	plain := mount(t, h, mountSpec{opts: []string{"relatime"}})
+	checkFlags(t, plain.Dir, "nosuid", "nodev", "relatime")
 	if out, err := exec.Command(plain.Path("run.sh")).CombinedOutput(); err != nil || string(out) != "ran\n" {
 		t.Errorf("running the script through a mount without noexec: %q, %v", out, err)
 	}
@@ -180,13 +181,31 @@ func TestCacheDirChecked(t *testing.T) {
 	}
 	refused := map[string]string{}
 	refused[mkdir("group", 0o770)] = "others may change it"
-	refused[filepath.Join(mkdir("loose", 0o777), "cache")] = "others could replace what it holds"
+	loose := mkdir("loose", 0o777)
+	refused[filepath.Join(loose, "cache")] = "others could replace what it holds"
+	// A link others could have put or could change leads to a good
+	// directory: it still chooses which one.
+	good := mkdir("good", 0o700)
+	symlink := func(dir, name, target string) string {
+		p := filepath.Join(dir, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	refused[symlink(loose, "link", good)] = "others could replace what it holds"
 	if os.Geteuid() == 0 {
 		theirs := mkdir("theirs", 0o700)
 		if err := os.Chown(theirs, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
 		refused[theirs] = "not by you"
+		// Another user's home, as HOME kept by sudo names it.
+		home := mkdir("home", 0o755)
+		if err := os.Chown(home, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+		refused[filepath.Join(symlink(home, ".cache", base), "good")] = "neither you"
 	}
 	mnt := mkdir("mnt", 0o755)
 	for dir, want := range refused {
@@ -277,4 +296,30 @@ func TestCrashLeftoversSwept(t *testing.T) {
 func lstatErr(path string) error {
 	_, err := os.Lstat(path)
 	return err
+}
+
+// TestStatusDirInOthersDirRefused: with XDG_RUNTIME_DIR naming a directory
+// of another user (as su keeps it), the mount makes no status directory
+// there, which that user could swap for one of their choice once checked
+// (the sweep at start removes files in it); it mounts without one.
+func TestStatusDirInOthersDirRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a directory to another user needs root")
+	}
+	h := testenv.StartHost(t, "127.0.0.2")
+	theirs := filepath.Join(t.TempDir(), "run")
+	if err := os.Mkdir(theirs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", theirs)
+	m := mount(t, h, mountSpec{})
+	if _, err := os.Lstat(filepath.Join(theirs, "sshfsm")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s/sshfsm after the mount: %v; want none made in a directory of uid %d", theirs, err, nobody)
+	}
+	if _, err := os.ReadDir(m.Dir); err != nil {
+		t.Errorf("the mount without a status directory: %v", err)
+	}
 }

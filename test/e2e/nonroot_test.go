@@ -164,8 +164,8 @@ func (u *userArea) sshConfig(t *testing.T, h *testenv.Host) string {
 	return cfg
 }
 
-// command prepares name to run as nobody, with its home, runtime and
-// temporary directories in the area (and the run's leak marker inherited).
+// command prepares name to run as nobody, with its home, runtime, cache
+// and temporary directories in the area (and the run's leak marker inherited).
 func (u *userArea) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = u.home
