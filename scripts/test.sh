@@ -6,8 +6,8 @@
 #
 # SSHFSM_TEST_PKGS narrows the tests (not the other checks) to some packages;
 # SSHFSM_FUZZTIME sets how long each fuzz target runs (default 500x inputs);
-# SSHFSM_TEST_TIMEOUT changes go test's -timeout (default 20m); past
-# SSHFSM_TEST_GUARD (default 60m) the whole test step is stopped: the FUSE
+# SSHFSM_TEST_TIMEOUT changes go test's -timeout (default 40m); past
+# SSHFSM_TEST_GUARD (default 70m) the whole test step is stopped: the FUSE
 # connections the run made are aborted, which frees any process stuck on one,
 # so that a hung test fails the run instead of hanging it.
 set -euo pipefail
@@ -17,8 +17,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
 
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
-TEST_TIMEOUT=${SSHFSM_TEST_TIMEOUT:-20m}
-TEST_GUARD=${SSHFSM_TEST_GUARD:-60m}
+TEST_TIMEOUT=${SSHFSM_TEST_TIMEOUT:-40m}
+TEST_GUARD=${SSHFSM_TEST_GUARD:-70m}
 read -r -a TEST_PKGS <<<"${SSHFSM_TEST_PKGS:-./...}"
 
 need_go
