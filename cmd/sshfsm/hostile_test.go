@@ -131,3 +131,37 @@ func TestStatusEscapesServerNames(t *testing.T) {
 	}
 	terminalSafe(t, r.stderr)
 }
+
+// What a server writes on the standard error of the SFTP session while
+// the mount connects (ssh passes it on as it is) reaches the terminal
+// with the bytes that would act on it escaped.
+func TestMountEscapesServerStderr(t *testing.T) {
+	privateRuntime(t)
+	h, ssh := sshHost(t)
+	server := ""
+	for _, p := range []string{"/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server",
+		"/usr/libexec/sftp-server", "/usr/lib/ssh/sftp-server"} {
+		if _, err := os.Stat(p); err == nil {
+			server = p
+			break
+		}
+	}
+	if server == "" {
+		t.Skip("no sftp-server")
+	}
+	script := filepath.Join(h.Root, "noisy-sftp-server")
+	noisy := "#!/bin/sh\nprintf 'hello \\033]0;owned\\007\\033[2J\\n' >&2\nexec " + server + "\n"
+	if err := os.WriteFile(script, []byte(noisy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountpoint(t)
+	r := sshfsm(t, 30*time.Second, append(append([]string(nil), ssh...),
+		"-o", "sftp_server="+script, h.Alias+":"+h.Dir, mnt)...)
+	if r.code != 0 {
+		t.Fatalf("mount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `hello \x1b]0;owned\a\x1b[2J`) {
+		t.Errorf("the server's line is not shown escaped: %q", r.stderr)
+	}
+	terminalSafe(t, r.stderr)
+}

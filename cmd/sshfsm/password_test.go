@@ -14,10 +14,14 @@ import (
 // who logs in to ACCOUNT with a password through a jump host: first
 // whether to trust a new host key, which must be left unanswered, then
 // the jump host's password (the ssh of a ProxyJump inherits the
-// environment), which must be left unanswered too, then the password of
-// ACCOUNT, which must be password. It then logs the login in LOG and runs
-// the real ssh, which logs in with the test host's key. ssh -G, which
-// only prints the configuration, runs the real ssh at once.
+// environment), which must be left unanswered too, also when the jump
+// host's account has the destination's name (prompts do not name the
+// port): a process running the same program as the one asking, between it
+// and sshfsm, is the ssh it is a jump host of. Then the password of
+// ACCOUNT, which must be password. Like ssh, it runs SSH_ASKPASS as a
+// child of its own. It then logs the login in LOG and runs the real ssh,
+// which logs in with the test host's key. ssh -G, which only prints the
+// configuration, runs the real ssh at once.
 const fakeSSH = `#!/bin/sh
 for a in "$@"; do [ "$a" = -G ] && exec ssh "$@"; done
 [ "$SSH_ASKPASS_REQUIRE" = force ] || { echo "fake-ssh: SSH_ASKPASS_REQUIRE is not force" >&2; exit 255; }
@@ -30,7 +34,11 @@ for prompt in "jumper@gateway's password: " "(jumper@gateway) Password: " "Passw
 		echo "fake-ssh: askpass answered a jump host's prompt: $prompt" >&2; exit 255
 	fi
 done
-pw=$("$SSH_ASKPASS" "ACCOUNT's password: ") || { echo "fake-ssh: askpass gave no password" >&2; exit 255; }
+if sh -c '"$SSH_ASKPASS" "$1" >/dev/null; exit $?' jump-ssh "ACCOUNT's password: "; then
+	echo "fake-ssh: askpass answered the destination's prompt to a jump host's ssh" >&2; exit 255
+fi
+"$SSH_ASKPASS" "ACCOUNT's password: " >"$0.pw" || { echo "fake-ssh: askpass gave no password" >&2; exit 255; }
+pw=$(cat "$0.pw")
 [ "$pw" = PASSWORD ] || { echo "ACCOUNT: Permission denied (password)." >&2; exit 255; }
 echo login >> LOG
 exec ssh "$@"

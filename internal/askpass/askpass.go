@@ -15,7 +15,8 @@
 // would learn it). OpenSSH names the account in each password prompt,
 // "user@host's password: " and "(user@host) Password: " (keyboard-
 // interactive, OpenSSH 8.4 and later, as SSH_ASKPASS_REQUIRE=force is), so
-// only a prompt naming the destination's user@host is answered.
+// only a prompt naming the destination's user@host is answered, and only
+// when an ssh that sshfsm started asks (procs.go).
 //
 // The password lives in the environment of the ssh processes, which only
 // their user (and root) can read, as they can read this process's memory.
@@ -24,33 +25,38 @@ package askpass
 import (
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 )
 
 // Environment variables: modeEnv marks a run as ssh's askpass program,
-// passwordEnv holds the password, destEnv the user@host it is for.
+// passwordEnv holds the password, destEnv the user@host it is for,
+// ownerEnv the process id of the sshfsm that starts ssh.
 const (
 	modeEnv     = "SSHFSM_ASKPASS"
 	passwordEnv = "SSHFSM_ASKPASS_PASSWORD"
 	destEnv     = "SSHFSM_ASKPASS_DEST"
+	ownerEnv    = "SSHFSM_ASKPASS_OWNER"
 )
 
 // Env returns base with what makes ssh ask exe, this program, for
 // password and nothing else on the terminal (SSH_ASKPASS_REQUIRE=force
 // needs OpenSSH 8.4 or later). dest is the account the password is for,
-// user@host as ssh's prompts name it (Destination).
+// user@host as ssh's prompts name it (Destination). The calling process
+// is to start ssh with it.
 func Env(base []string, exe, password, dest string) []string {
-	env := make([]string, 0, len(base)+5)
+	env := make([]string, 0, len(base)+6)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", modeEnv, passwordEnv, destEnv:
+		case "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", modeEnv, passwordEnv, destEnv, ownerEnv:
 			continue
 		}
 		env = append(env, kv)
 	}
 	return append(env, "SSH_ASKPASS="+exe, "SSH_ASKPASS_REQUIRE=force",
-		modeEnv+"=1", passwordEnv+"="+password, destEnv+"="+dest)
+		modeEnv+"=1", passwordEnv+"="+password, destEnv+"="+dest, ownerEnv+"="+strconv.Itoa(os.Getpid()))
 }
 
 // Destination is the account ssh's password prompts name for a connection
@@ -63,9 +69,19 @@ func Active(getenv func(string) string) bool { return getenv(modeEnv) == "1" }
 
 // Run answers the question ssh asks in args (its one argument, the
 // prompt) on out, and returns the exit status: 0 with the password for a
-// password prompt of the destination, 1 (no answer) for anything else.
+// password prompt of the destination asked by an ssh that sshfsm started,
+// 1 (no answer) for anything else.
 func Run(args []string, getenv func(string) string, out io.Writer) int {
+	return run(args, getenv, out, procFS{}, os.Getppid())
+}
+
+// run is Run for the question of asker, in the process tree p.
+func run(args []string, getenv func(string) string, out io.Writer, p procs, asker int) int {
 	if len(args) != 1 || !isDestinationPasswordPrompt(args[0], getenv(destEnv)) {
+		return 1
+	}
+	owner, err := strconv.Atoi(getenv(ownerEnv))
+	if err != nil || !askedByOwnSSH(p, owner, asker) {
 		return 1
 	}
 	pw := getenv(passwordEnv)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sshfsm/internal/termtext"
 )
 
 // holdLine is how long a line of ssh's stderr waits before it is shown.
@@ -15,6 +17,8 @@ const holdLine = 300 * time.Millisecond
 // (a changed host key, the instructions of a one-time-code prompt), a
 // moment late: when ssh then fails to connect, the line it ended with,
 // which the dial error repeats, is dropped instead of printed twice.
+// Lines are shown escaped (termtext): ssh passes on what the server's
+// session writes to its standard error as it is.
 type heldPrinter struct {
 	w io.Writer
 
@@ -46,7 +50,7 @@ func (p *heldPrinter) flush() {
 
 func (p *heldPrinter) flushLocked() {
 	if p.held {
-		fmt.Fprintln(p.w, p.line)
+		fmt.Fprintln(p.w, termtext.Printable(p.line))
 		p.held = false
 	}
 }

@@ -20,6 +20,7 @@ func TestHeldPrinter(t *testing.T) {
 		{"case and punctuation", []string{"Host key verification failed."}, "host key verification failed", ""},
 		{"other detail shows it", []string{"some warning"}, "Permission denied (publickey)", "some warning\n"},
 		{"success flushes", []string{"Warning: Permanently added"}, "", "Warning: Permanently added\n"},
+		{"server's bytes escaped", []string{"motd \x1b]0;owned\x07"}, "", `motd \x1b]0;owned\a` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out testenv.LogBuffer

@@ -70,10 +70,12 @@ func runLine(t *testing.T, shell []string, line, dir string, sh []string) ([]byt
 	return out, err
 }
 
-// hostileArgs are every name the line must carry intact.
+// hostileArgs are every name the line must carry intact. The longest,
+// a path of PATH_MAX quotes, is five times as long escaped: longer than
+// a word may be in csh (about 8 KiB).
 func hostileArgs() []string {
-	return append(append([]string{"-n", "-e", "--", "-", "%s", `\c`, "\xff\xfe\x80", "a\n\n"},
-		hostileNames...), injections...)
+	return append(append([]string{"-n", "-e", "--", "-", "%s", `\c`, "\xff\xfe\x80", "a\n\n",
+		strings.Repeat("'", 4095)}, hostileNames...), injections...)
 }
 
 // checkArgs runs the line printing args and checks that the script saw
@@ -139,7 +141,7 @@ func TestRemoteLineAlphabet(t *testing.T) {
 	for i := 0; i < len(line); i++ {
 		c := line[i]
 		switch {
-		case isPlainByte(c), strings.IndexByte(` '"$()%`, c) >= 0:
+		case isPlainByte(c), strings.IndexByte(` '"$()%@`, c) >= 0:
 		case c == '\\' && i+1 < len(line) && line[i+1] == '0':
 		default:
 			t.Fatalf("byte %q at %d of the line", c, i)
