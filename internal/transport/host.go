@@ -56,6 +56,10 @@ type Options struct {
 	// of a fresh mount, and work that one channel carries well (a walk, a
 	// single file's reads) never needs them.
 	OnDemand bool
+	// ReplayLimit bounds the bytes of acknowledged writes each open file
+	// keeps to replay after a reconnect (see fileLog); past it the file
+	// is synced. 0 = DefaultReplayLimit.
+	ReplayLimit int64
 }
 
 // Defaults for zero Options fields.
@@ -81,6 +85,8 @@ type Host struct {
 	uidOK bool
 
 	x       execState   // remote commands (exec.go)
+	logsMu  sync.Mutex
+	logs    map[string]*fileLog // per remote path: writable handles' shared log (journal.go)
 	dialed  atomic.Bool // Dial succeeded: ssh's complaints are news from now on
 	reqs    reqCounters
 	wireIn  atomic.Uint64
@@ -140,6 +146,9 @@ func newHost(o Options) *Host {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.ReplayLimit <= 0 {
+		o.ReplayLimit = DefaultReplayLimit
 	}
 	h := &Host{o: o, log: o.Logger, changed: make(chan struct{})}
 	if h.log == nil {
