@@ -84,10 +84,10 @@ type Host struct {
 	gid   uint32
 	uidOK bool
 
-	x       execState   // remote commands (exec.go)
+	x       execState // remote commands (exec.go)
 	logsMu  sync.Mutex
 	logs    map[string]*fileLog // per remote path: writable handles' shared log (journal.go)
-	dialed  atomic.Bool // Dial succeeded: ssh's complaints are news from now on
+	dialed  atomic.Bool         // Dial succeeded: ssh's complaints are news from now on
 	reqs    reqCounters
 	wireIn  atomic.Uint64
 	wireOut atomic.Uint64
