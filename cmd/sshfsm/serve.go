@@ -6,6 +6,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"sshfsm/internal/mountinfo"
 )
 
 // notifySignals returns the signals that end a mount: SIGINT and SIGTERM,
@@ -40,6 +42,7 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		m.log.Info("unmounted", "mountpoint", m.mountpoint)
 	} else {
 		m.log.Info("unmounting", "mountpoint", m.mountpoint, "signal", sig.String())
+		defer m.exitBy(shutdownLimit, sigs).Stop()
 		if lazy := m.unmount(); lazy {
 			// The kernel keeps a lazily unmounted filesystem until its last
 			// user lets go; exiting ends it at once (ENOTCONN for them).
@@ -70,7 +73,8 @@ func (m *mounted) unmount() (lazy bool) {
 	if err == nil {
 		return false
 	}
-	m.log.Warn("unmount failed; unmounting lazily", "mountpoint", m.mountpoint, "err", err)
+	m.log.Warn("unmount failed; aborting the FUSE connection and unmounting lazily", "mountpoint", m.mountpoint, "err", err)
+	m.abort()
 	if os.Geteuid() == 0 {
 		err = syscall.Unmount(m.mountpoint, syscall.MNT_DETACH)
 	} else {
@@ -80,4 +84,48 @@ func (m *mounted) unmount() (lazy bool) {
 		m.log.Error("lazy unmount failed", "mountpoint", m.mountpoint, "err", err)
 	}
 	return true
+}
+
+// shutdownLimit is how long a stop signal may take to end the daemon,
+// whatever requests are in flight: past it the FUSE connection is aborted
+// and the process exits.
+const shutdownLimit = 4 * time.Second
+
+// exitBy ends the process once limit has passed, or at a second stop
+// signal, after aborting the FUSE connection: a request the kernel waits
+// for (a stalled server, a page fault on a mapped file) must not keep
+// the daemon, nor the processes waiting on the mount, for longer.
+func (m *mounted) exitBy(limit time.Duration, sigs <-chan os.Signal) *time.Timer {
+	t := time.AfterFunc(limit, func() {
+		m.log.Error("shutdown did not finish in time; aborting the FUSE connection", "mountpoint", m.mountpoint, "limit", limit)
+		m.abortAndExit()
+	})
+	go func() {
+		if sig, ok := <-sigs; ok {
+			m.log.Error("second stop signal; aborting the FUSE connection", "mountpoint", m.mountpoint, "signal", sig.String())
+			m.abortAndExit()
+		}
+	}()
+	return t
+}
+
+func (m *mounted) abortAndExit() {
+	m.abort()
+	if os.Geteuid() == 0 {
+		syscall.Unmount(m.mountpoint, syscall.MNT_DETACH)
+	} else {
+		exec.Command("fusermount3", "-u", "-z", m.mountpoint).Run()
+	}
+	os.Exit(1)
+}
+
+// abort aborts the mount's FUSE connection through fusectl: every request
+// waiting for an answer fails with ENOTCONN at once. Only root may.
+func (m *mounted) abort() {
+	if os.Geteuid() != 0 {
+		return
+	}
+	if err := mountinfo.AbortFUSE(m.mountpoint); err != nil {
+		m.log.Warn("aborting the FUSE connection failed", "mountpoint", m.mountpoint, "err", err)
+	}
 }
