@@ -89,31 +89,40 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 	if flags&reopenMask != 0 {
 		k = mutation
 	}
+	var lg *fileLog // a writable file's, taken before the open (see openEmptied)
+	if f.write {
+		lg = r.h.logOf(f.abs)
+	}
 	for {
 		c, err := r.h.pick(dctx)
 		if err != nil {
+			r.h.releaseLogIf(f.abs, lg)
 			return nil, r.fail("open", p, err)
 		}
 		var sf *sftp.File
 		var fresh bool
 		var created remote.Attr
+		lg.holdGate()
 		err = r.h.run(dctx, c, k, func() (err error) {
 			sf, fresh, created, err = openOn(c.client, f.abs, flags, perm)
+			if err == nil && (fresh || flags&os.O_TRUNC != 0) {
+				lg.truncated() // in order with the other changes
+			}
 			return err
 		}, func(abandoned bool) {
+			lg.releaseGate()
 			if abandoned && sf != nil {
 				r.h.bg(c, sf.Close)
 			}
 		})
 		if err == nil {
 			f.created, f.createdOK = created, fresh
-			if f.write {
-				f.log = r.h.logOf(f.abs)
-			}
+			f.log = lg
 			f.start(c, sf, fresh || flags&os.O_TRUNC != 0)
 			return f, nil
 		}
 		if isAnswer(err) || gaveUp(err) || k == mutation {
+			r.h.releaseLogIf(f.abs, lg)
 			return nil, r.openFailure(ctx, p, flags, c, err)
 		}
 		c.kill(err)
@@ -200,10 +209,7 @@ func (f *file) start(c *channel, sf *sftp.File, empty bool) {
 	f.primary = c
 	f.setHandle(c, sf)
 	if empty {
-		f.knownOK = true
-		if f.log != nil {
-			f.log.truncated()
-		}
+		f.knownOK = true // the log recorded it (Open)
 		close(f.learned)
 		return
 	}

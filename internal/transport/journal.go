@@ -41,11 +41,13 @@ type fileLog struct {
 	syncing chan struct{} // non-nil while a sync to trim the log runs
 }
 
-// entry is one acknowledged write, or a truncate to off when trunc.
+// entry is one acknowledged write, or a truncate to off when trunc (from
+// prev, the size expected before it).
 type entry struct {
 	off   int64
 	data  []byte
 	trunc bool
+	prev  int64
 }
 
 // logOf returns the log of abs, shared by every writable handle of it,
@@ -76,6 +78,27 @@ func (h *Host) releaseLog(abs string, l *fileLog) {
 	}
 }
 
+// releaseLogIf is releaseLog for a log that may be nil (a read-only file).
+func (h *Host) releaseLogIf(abs string, l *fileLog) {
+	if l != nil {
+		h.releaseLog(abs, l)
+	}
+}
+
+// holdGate holds the gate shared for a change in flight (an open that
+// truncates or creates); nothing on a nil log.
+func (l *fileLog) holdGate() {
+	if l != nil {
+		l.gate.RLock()
+	}
+}
+
+func (l *fileLog) releaseGate() {
+	if l != nil {
+		l.gate.RUnlock()
+	}
+}
+
 // learnSize settles the expected size from the server's answer at open,
 // unless a change of ours set it meanwhile.
 func (l *fileLog) learnSize(size int64) {
@@ -87,11 +110,15 @@ func (l *fileLog) learnSize(size int64) {
 	l.sentEnd = max(l.sentEnd, l.size)
 }
 
-// truncated records that the file was emptied by the open itself.
+// truncated records that the file was emptied by the open itself; nothing
+// on a nil log.
 func (l *fileLog) truncated() {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.addLocked(entry{off: 0, trunc: true})
+	l.addLocked(entry{off: 0, trunc: true, prev: 0})
 	l.size, l.sizeOK = 0, true
 }
 
@@ -125,8 +152,15 @@ func (l *fileLog) truncateSent(size int64) {
 func (l *fileLog) truncateDone(size int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.addLocked(entry{off: size, trunc: true})
+	l.addLocked(entry{off: size, trunc: true, prev: l.sizeBefore(size)})
 	l.size, l.sizeOK = size, true
+}
+
+// sizeBefore is the size the file had before an acknowledged truncate to
+// size: truncateSent lowered l.size to at most size, so the size before
+// is only known when it was not larger.
+func (l *fileLog) sizeBefore(size int64) int64 {
+	return min(l.size, size)
 }
 
 func (l *fileLog) addLocked(e entry) {
@@ -179,24 +213,137 @@ func (l *fileLog) pending() bool {
 	return len(l.entries) > 0
 }
 
-// replay makes the logged changes again on sf, in order; the caller holds
-// the gate exclusively.
+// replay makes the logged changes again on sf; the caller holds the gate
+// exclusively. It writes the net effect of the log rather than each
+// change in turn: the final bytes of every range written (and the zeros
+// a truncate that grew the file left), then the final size. A server that
+// still holds every change sees each byte rewritten with its own value
+// and the size it has, so a reader of the file never sees an older
+// version while the replay runs.
 func (l *fileLog) replay(sf *sftp.File) (int, error) {
 	l.mu.Lock()
 	es := l.entries
 	l.mu.Unlock()
-	for _, e := range es {
-		var err error
-		if e.trunc {
-			err = sf.Truncate(e.off)
-		} else {
-			_, err = sf.WriteAt(e.data, e.off)
-		}
-		if err != nil {
+	segs, size, sized := netEffect(es)
+	for _, sg := range segs {
+		if err := writeSeg(sf, sg); err != nil {
 			return 0, fmt.Errorf("replaying acknowledged writes: %w", err)
 		}
 	}
+	if sized {
+		fi, err := sf.Stat()
+		if err == nil && fi.Size() != size {
+			err = sf.Truncate(size)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("replaying acknowledged truncate: %w", err)
+		}
+	}
 	return len(es), nil
+}
+
+// seg is a range of the file with its final contents: data, or n zero
+// bytes when data is nil.
+type seg struct {
+	off  int64
+	n    int64
+	data []byte
+}
+
+func (sg seg) end() int64 { return sg.off + sg.n }
+
+// netEffect folds changes, in order, into the final contents of the
+// ranges they wrote, sorted and disjoint, and the final size when a
+// truncate fixed it (sized).
+func netEffect(es []entry) (segs []seg, size int64, sized bool) {
+	for _, e := range es {
+		if !e.trunc {
+			if sized && e.off > size { // a hole past the end: zeros
+				segs = overlay(segs, seg{off: size, n: e.off - size})
+			}
+			segs = overlay(segs, seg{off: e.off, n: int64(len(e.data)), data: e.data})
+			if sized {
+				size = max(size, e.off+int64(len(e.data)))
+			}
+			continue
+		}
+		segs = cut(segs, e.off)
+		if e.off > e.prev {
+			segs = overlay(segs, seg{off: e.prev, n: e.off - e.prev})
+		}
+		size, sized = e.off, true
+	}
+	return segs, size, sized
+}
+
+// overlay puts s over segs: what segs held in s's range is replaced.
+func overlay(segs []seg, s seg) []seg {
+	out := make([]seg, 0, len(segs)+2)
+	placed := false
+	for _, g := range segs {
+		if g.end() <= s.off || g.off >= s.end() {
+			if !placed && g.off >= s.end() {
+				out = append(out, s)
+				placed = true
+			}
+			out = append(out, g)
+			continue
+		}
+		if g.off < s.off {
+			out = append(out, clip(g, g.off, s.off))
+		}
+		if !placed {
+			out = append(out, s)
+			placed = true
+		}
+		if g.end() > s.end() {
+			out = append(out, clip(g, s.end(), g.end()))
+		}
+	}
+	if !placed {
+		out = append(out, s)
+	}
+	return out
+}
+
+// cut drops what segs hold at or past size.
+func cut(segs []seg, size int64) []seg {
+	out := segs[:0:0]
+	for _, g := range segs {
+		switch {
+		case g.end() <= size:
+			out = append(out, g)
+		case g.off < size:
+			out = append(out, clip(g, g.off, size))
+		}
+	}
+	return out
+}
+
+// clip is the part [from, to) of g.
+func clip(g seg, from, to int64) seg {
+	c := seg{off: from, n: to - from}
+	if g.data != nil {
+		c.data = g.data[from-g.off : to-g.off]
+	}
+	return c
+}
+
+// zeros is written for the zero runs of a replay.
+var zeros [64 << 10]byte
+
+func writeSeg(sf *sftp.File, sg seg) error {
+	if sg.data != nil {
+		_, err := sf.WriteAt(sg.data, sg.off)
+		return err
+	}
+	for off := sg.off; off < sg.end(); off += int64(len(zeros)) {
+		n := min(int64(len(zeros)), sg.end()-off)
+		if _, err := sf.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // makeRoom syncs f when its log holds more than the replay limit, so that
