@@ -347,6 +347,8 @@ func (f *file) verify(a remote.Attr) error {
 	if f.log != nil {
 		exp, sentEnd, ok := f.log.expected()
 		if size < exp || (ok && size > max(exp, sentEnd)) {
+			f.h.log.Warn("file changed on the server while its handle reconnected", "host", f.h.o.Host,
+				"path", f.name, "size", size, "expected", exp, "furthest_write", sentEnd)
 			return errChanged
 		}
 		return nil
