@@ -67,6 +67,18 @@ func (h *Host) logOf(abs string) *fileLog {
 	return l
 }
 
+// openLog returns the log of abs, counting one more user, if a writable
+// handle of it is open here; nil otherwise.
+func (h *Host) openLog(abs string) *fileLog {
+	h.logsMu.Lock()
+	defer h.logsMu.Unlock()
+	l := h.logs[abs]
+	if l != nil {
+		l.refs++
+	}
+	return l
+}
+
 // releaseLog counts one user less; the last one forgets the log: its
 // changes were acknowledged on a handle closed since.
 func (h *Host) releaseLog(abs string, l *fileLog) {

@@ -62,15 +62,7 @@ func linkLossKinds(t *testing.T) []fsx.Kind {
 // go through at once). Acknowledged writes must survive every cut: the
 // file matches the reference after every operation fsx checks, the
 // server holds exactly the reference after every fsync.
-//
-// It runs only when SSHFSM_E2E_LINKLOSS_SEEDS is set: seed 1 still fails
-// (op 50: after an open with O_TRUNC, an ftruncate acknowledged by the
-// server is not found after the next reconnect, and the file fails with
-// EIO), so it stays out of the default suite until that is understood.
 func TestFsxLinkResets(t *testing.T) {
-	if os.Getenv("SSHFSM_E2E_LINKLOSS_SEEDS") == "" {
-		t.Skip("set SSHFSM_E2E_LINKLOSS_SEEDS=N to run seeds 1..N")
-	}
 	h := testenv.StartHost(t, "127.0.0.2")
 	p, sshArgs, dest := proxied(t, h, netproxy.Options{})
 	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=10"}})
