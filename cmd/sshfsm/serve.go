@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,11 +39,12 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		case sig = <-sigs:
 		}
 	}
+	// However the mount ends, closing the connections is bounded too.
+	defer m.exitBy(shutdownLimit, sigs).Stop()
 	if sig == nil {
 		m.log.Info("unmounted", "mountpoint", m.mountpoint)
 	} else {
 		m.log.Info("unmounting", "mountpoint", m.mountpoint, "signal", sig.String())
-		defer m.exitBy(shutdownLimit, sigs).Stop()
 		if lazy := m.unmount(); lazy {
 			// The kernel keeps a lazily unmounted filesystem until its last
 			// user lets go; exiting ends it at once (ENOTCONN for them).
@@ -91,10 +93,11 @@ func (m *mounted) unmount() (lazy bool) {
 // and the process exits.
 const shutdownLimit = 4 * time.Second
 
-// exitBy ends the process once limit has passed, or at a second stop
-// signal, after aborting the FUSE connection: a request the kernel waits
-// for (a stalled server, a page fault on a mapped file) must not keep
-// the daemon, nor the processes waiting on the mount, for longer.
+// exitBy ends the process once limit has passed, or at a stop signal
+// after the first, after aborting the FUSE connection if it is still
+// mounted: a request the kernel waits for (a stalled server, a page
+// fault on a mapped file) or a connection that does not close must not
+// keep the daemon, nor the processes waiting on the mount, for longer.
 func (m *mounted) exitBy(limit time.Duration, sigs <-chan os.Signal) *time.Timer {
 	t := time.AfterFunc(limit, func() {
 		m.log.Error("shutdown did not finish in time; aborting the FUSE connection", "mountpoint", m.mountpoint, "limit", limit)
@@ -122,10 +125,21 @@ func (m *mounted) abortAndExit() {
 // abort aborts the mount's FUSE connection through fusectl: every request
 // waiting for an answer fails with ENOTCONN at once. Only root may.
 func (m *mounted) abort() {
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 || !fuseMountedAt(m.mountpoint) {
 		return
 	}
 	if err := mountinfo.AbortFUSE(m.mountpoint); err != nil {
 		m.log.Warn("aborting the FUSE connection failed", "mountpoint", m.mountpoint, "err", err)
 	}
+}
+
+// fuseMountedAt reports whether a FUSE file system is mounted at point.
+func fuseMountedAt(point string) bool {
+	ms, _ := mountinfo.All()
+	for _, mt := range ms {
+		if mt.Point == point && strings.HasPrefix(mt.FSType, "fuse") {
+			return true
+		}
+	}
+	return false
 }
