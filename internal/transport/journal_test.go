@@ -3,6 +3,8 @@ package transport
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -79,5 +81,41 @@ func TestNetEffectReplaysToTheSameFile(t *testing.T) {
 		if got := replayOn(append([]byte(nil), want...), es); !bytes.Equal(got, want) {
 			t.Fatalf("round %d: replay over the changed file gives %v, want %v (changes %+v)", round, got, want, es)
 		}
+	}
+}
+
+// TestReplayLogStaysBounded: a file written far past ReplayLimit without
+// an fsync syncs itself, so the acknowledged writes kept for replay stay
+// within twice the limit, and what was written is on the server.
+func TestReplayLogStaysBounded(t *testing.T) {
+	const limit = 64 << 10
+	h, _, dir := dialTest(t, 1, func(o *Options) { o.ReplayLimit = limit })
+	rf, err := h.Remote().Open(bg, "big", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rf.(*file)
+	chunk := bytes.Repeat([]byte{7}, 16<<10)
+	most := int64(0)
+	for i := range 64 {
+		if _, err := f.WriteAt(bg, chunk, int64(i*len(chunk))); err != nil {
+			t.Fatal(err)
+		}
+		f.log.mu.Lock()
+		most = max(most, f.log.bytes)
+		f.log.mu.Unlock()
+	}
+	if most > 2*limit {
+		t.Errorf("the replay log held %d bytes, limit %d", most, limit)
+	}
+	if err := f.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := bytes.Repeat([]byte{7}, 64*len(chunk)); !bytes.Equal(got, want) {
+		t.Errorf("the server holds %d bytes, want %d of the data written", len(got), len(want))
 	}
 }
