@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+
+	"sshfsm/internal/mountinfo"
 )
 
 // notifySignals returns the signals that end a mount: SIGINT and SIGTERM,
@@ -36,6 +39,8 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		case sig = <-sigs:
 		}
 	}
+	// However the mount ends, closing the connections is bounded too.
+	defer m.exitBy(shutdownLimit, sigs).Stop()
 	if sig == nil {
 		m.log.Info("unmounted", "mountpoint", m.mountpoint)
 	} else {
@@ -70,7 +75,8 @@ func (m *mounted) unmount() (lazy bool) {
 	if err == nil {
 		return false
 	}
-	m.log.Warn("unmount failed; unmounting lazily", "mountpoint", m.mountpoint, "err", err)
+	m.log.Warn("unmount failed; aborting the FUSE connection and unmounting lazily", "mountpoint", m.mountpoint, "err", err)
+	m.abort()
 	if os.Geteuid() == 0 {
 		err = syscall.Unmount(m.mountpoint, syscall.MNT_DETACH)
 	} else {
@@ -80,4 +86,60 @@ func (m *mounted) unmount() (lazy bool) {
 		m.log.Error("lazy unmount failed", "mountpoint", m.mountpoint, "err", err)
 	}
 	return true
+}
+
+// shutdownLimit is how long a stop signal may take to end the daemon,
+// whatever requests are in flight: past it the FUSE connection is aborted
+// and the process exits.
+const shutdownLimit = 4 * time.Second
+
+// exitBy ends the process once limit has passed, or at a stop signal
+// after the first, after aborting the FUSE connection if it is still
+// mounted: a request the kernel waits for (a stalled server, a page
+// fault on a mapped file) or a connection that does not close must not
+// keep the daemon, nor the processes waiting on the mount, for longer.
+func (m *mounted) exitBy(limit time.Duration, sigs <-chan os.Signal) *time.Timer {
+	t := time.AfterFunc(limit, func() {
+		m.log.Error("shutdown did not finish in time; aborting the FUSE connection", "mountpoint", m.mountpoint, "limit", limit)
+		m.abortAndExit()
+	})
+	go func() {
+		if sig, ok := <-sigs; ok {
+			m.log.Error("second stop signal; aborting the FUSE connection", "mountpoint", m.mountpoint, "signal", sig.String())
+			m.abortAndExit()
+		}
+	}()
+	return t
+}
+
+func (m *mounted) abortAndExit() {
+	m.abort()
+	if os.Geteuid() == 0 {
+		syscall.Unmount(m.mountpoint, syscall.MNT_DETACH)
+	} else {
+		exec.Command("fusermount3", "-u", "-z", m.mountpoint).Run()
+	}
+	os.Exit(1)
+}
+
+// abort aborts the mount's FUSE connection through fusectl: every request
+// waiting for an answer fails with ENOTCONN at once. Only root may.
+func (m *mounted) abort() {
+	if os.Geteuid() != 0 || !fuseMountedAt(m.mountpoint) {
+		return
+	}
+	if err := mountinfo.AbortFUSE(m.mountpoint); err != nil {
+		m.log.Warn("aborting the FUSE connection failed", "mountpoint", m.mountpoint, "err", err)
+	}
+}
+
+// fuseMountedAt reports whether a FUSE file system is mounted at point.
+func fuseMountedAt(point string) bool {
+	ms, _ := mountinfo.All()
+	for _, mt := range ms {
+		if mt.Point == point && strings.HasPrefix(mt.FSType, "fuse") {
+			return true
+		}
+	}
+	return false
 }

@@ -99,6 +99,10 @@ type Options struct {
 	// AfterOp, when set, runs after operation i has been checked, with the
 	// current path of the file under test.
 	AfterOp func(i int, path string)
+	// AfterFsync, when set, runs after every successful fsync of the file
+	// under test with its current path and the reference contents (which
+	// it must not keep): a check that the server holds them.
+	AfterFsync func(path string, want []byte) error
 }
 
 func (o *Options) fill() {

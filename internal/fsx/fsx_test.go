@@ -3,6 +3,7 @@ package fsx
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -199,5 +200,27 @@ func TestParseKinds(t *testing.T) {
 	}
 	if _, err := ParseKinds("write,bogus"); err == nil {
 		t.Fatal("ParseKinds accepted an unknown name")
+	}
+}
+
+func TestAfterFsyncSeesTheReference(t *testing.T) {
+	calls := 0
+	err := Run(t.TempDir(), Options{Seed: 5, NumOps: 400, Kinds: []Kind{Write, Truncate, Fsync},
+		AfterFsync: func(path string, want []byte) error {
+			calls++
+			got, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(got, want) {
+				return fmt.Errorf("file holds %d bytes, reference %d", len(got), len(want))
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 {
+		t.Fatal("AfterFsync never ran")
 	}
 }

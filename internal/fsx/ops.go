@@ -170,12 +170,21 @@ func (r *runner) opAppend() error {
 }
 
 func (r *runner) opFsync() error {
+	var err error
 	if r.rng.IntN(2) == 0 {
 		r.logf("fsync")
-		return wrapErr(r, "fsync", retry(func() error { return unix.Fsync(r.fd) }))
+		err = wrapErr(r, "fsync", retry(func() error { return unix.Fsync(r.fd) }))
+	} else {
+		r.logf("fsync (fdatasync)")
+		err = wrapErr(r, "fdatasync", retry(func() error { return unix.Fdatasync(r.fd) }))
 	}
-	r.logf("fsync (fdatasync)")
-	return wrapErr(r, "fdatasync", retry(func() error { return unix.Fdatasync(r.fd) }))
+	if err != nil || r.o.AfterFsync == nil {
+		return err
+	}
+	if err := r.o.AfterFsync(r.path(), r.model); err != nil {
+		return r.fail("after fsync", err)
+	}
+	return nil
 }
 
 func wrapErr(r *runner, detail string, err error) error {

@@ -4,7 +4,9 @@ package fusefs
 
 import (
 	"log/slog"
+	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -181,6 +183,7 @@ func mountWithReaders(mountpoint string, raw fuse.RawFileSystem, mo *fuse.MountO
 	if err != nil {
 		return nil, err
 	}
+	fuseCloseOnExec()
 	// What fs.Mount does once the server is made.
 	go server.Serve()
 	if err := server.WaitMount(); err != nil {
@@ -277,4 +280,28 @@ func (f *filesys) readOnly() syscall.Errno {
 		return syscall.EROFS
 	}
 	return 0
+}
+
+// fuseCloseOnExec marks this process's descriptors of /dev/fuse
+// close-on-exec. go-fuse's direct mount (as root) opens /dev/fuse without
+// O_CLOEXEC and leaves it so: every ssh started afterwards (a reconnect, a
+// channel opened on demand) would hold the FUSE connection open, and a
+// daemon killed with SIGKILL would then leave the processes waiting on it
+// in uninterruptible sleep, instead of failing them with ENOTCONN. It runs
+// before the server serves its first request, so the mount's own work
+// starts no process before it; only a reconnect at that instant could.
+func fuseCloseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "/dev/fuse" {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }

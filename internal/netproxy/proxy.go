@@ -117,6 +117,18 @@ func (p *Proxy) gate() <-chan struct{} {
 	return nil
 }
 
+// Reset cuts every connection open now, as a link lost and restored at
+// once would: both ends see the connection end. The proxy keeps
+// listening, so new connections go through. It returns how many it cut.
+func (p *Proxy) Reset() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.close()
+	}
+	return len(p.conns)
+}
+
 // Close stops listening and closes every connection.
 func (p *Proxy) Close() error {
 	p.mu.Lock()

@@ -242,3 +242,21 @@ func TestCloseEndsConnections(t *testing.T) {
 		t.Fatal("proxy still accepting after Close")
 	}
 }
+
+func TestResetCutsConnectionsKeepsListening(t *testing.T) {
+	p, c := start(t, echoServer(t), Options{})
+	roundTrip(t, c, []byte("x"))
+	if n := p.Reset(); n != 1 {
+		t.Fatalf("Reset cut %d connections, want 1", n)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read succeeded on a connection Reset cut")
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	roundTrip(t, c2, []byte("after"))
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sshfsm/internal/mountinfo"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func cleanup(dir, marker string) bool {
 		// A leftover mount may be served by this very process, with a
 		// request still waiting on it: unanswered, the process could never
 		// exit.
-		AbortFUSE(m)
+		_ = mountinfo.AbortFUSE(m.Point)
 		_ = Unmount(m.Point)
 	}
 	killTrees(markedProcs(marker, dir))

@@ -57,9 +57,11 @@ func WaitMounted(mnt string, d time.Duration) error {
 	return nil
 }
 
-// Unmount unmounts every mount stacked at mnt: first normally, then lazily
-// (fusermount3 -uz) when the normal unmount fails, e.g. on a busy or dead
-// mount. It is not an error when nothing is mounted there.
+// Unmount unmounts every mount stacked at mnt: first normally; when that
+// fails (a busy, dead or stalled mount) it aborts the FUSE connection
+// (AbortFUSE), so that no process stays in uninterruptible sleep on it,
+// then unmounts lazily (fusermount3 -uz). It is not an error when nothing
+// is mounted there.
 func Unmount(mnt string) error {
 	mnt = resolve(mnt)
 	var errs []error
@@ -70,6 +72,9 @@ func Unmount(mnt string) error {
 		err := unmountOnce(mnt, false)
 		if err != nil && MountedAt(mnt) {
 			errs = append(errs, err)
+			if err := AbortFUSE(mnt); err != nil {
+				errs = append(errs, err)
+			}
 			if err := unmountOnce(mnt, true); err != nil {
 				errs = append(errs, err)
 			}
@@ -103,3 +108,8 @@ func unmountOnce(mnt string, lazy bool) error {
 	}
 	return nil
 }
+
+// AbortFUSE aborts the FUSE connection of the mount at mnt (see
+// mountinfo.AbortFUSE): every process waiting on it gets an error at once.
+// Call it before anything that could wait on a dead or stalled mount.
+func AbortFUSE(mnt string) error { return mountinfo.AbortFUSE(resolve(mnt)) }

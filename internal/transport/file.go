@@ -24,12 +24,16 @@ import (
 //     would mix two versions). If the channel died before they were
 //     learned and before any read was answered, the re-opened file's
 //     become the reference.
-//   - Writable files: a write not acknowledged before the drop is sent
-//     again (pwrite is idempotent). The expected size (size at open or
-//     after Truncate, extended by acknowledged writes) must be found after
+//   - Writable files: the expected size (size at open or after the last
+//     truncate, extended by acknowledged writes, of every writable handle
+//     of this host on the file: see fileLog) must be found after
 //     re-opening; the remote may be larger only up to the end of the
 //     furthest write sent (it may have landed unacknowledged). Otherwise
-//     the file fails with EIO for good.
+//     the file fails with EIO for good: the next write, fsync or close
+//     reports it. Then every change acknowledged since the last
+//     successful fsync is made again on the new handle, in order, before
+//     any other request uses it, and a write not acknowledged before the
+//     drop is sent again (pwrite is idempotent).
 type file struct {
 	h     *Host
 	r     hostRemote // the tree it was opened in
@@ -53,14 +57,16 @@ type file struct {
 	known   remote.Attr         // attributes seen at open
 	knownOK bool                // known was learned
 	learned chan struct{}       // closed once known is settled
-	expSize int64               // writable: size the remote must have
-	sentEnd int64               // writable: end of the furthest write sent
 	broken  error               // permanent failure
 	closed  bool
 	noSplit bool // extra channels refused (changed attributes)
 
 	readAny bool   // a read was answered (or sent, where that cannot be told)
 	epoch   uint64 // bumped when a re-open adopts the remote's attributes
+
+	// log is shared by this host's writable handles of the file: the
+	// size they expect and the changes to replay (nil when read-only).
+	log *fileLog
 }
 
 var _ remote.File = (*file)(nil)
@@ -83,28 +89,40 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 	if flags&reopenMask != 0 {
 		k = mutation
 	}
+	var lg *fileLog // a writable file's, taken before the open (see openEmptied)
+	if f.write {
+		lg = r.h.logOf(f.abs)
+	}
 	for {
 		c, err := r.h.pick(dctx)
 		if err != nil {
+			r.h.releaseLogIf(f.abs, lg)
 			return nil, r.fail("open", p, err)
 		}
 		var sf *sftp.File
 		var fresh bool
 		var created remote.Attr
+		lg.holdGate()
 		err = r.h.run(dctx, c, k, func() (err error) {
 			sf, fresh, created, err = openOn(c.client, f.abs, flags, perm)
+			if err == nil && (fresh || flags&os.O_TRUNC != 0) {
+				lg.truncated() // in order with the other changes
+			}
 			return err
 		}, func(abandoned bool) {
+			lg.releaseGate()
 			if abandoned && sf != nil {
 				r.h.bg(c, sf.Close)
 			}
 		})
 		if err == nil {
 			f.created, f.createdOK = created, fresh
+			f.log = lg
 			f.start(c, sf, fresh || flags&os.O_TRUNC != 0)
 			return f, nil
 		}
 		if isAnswer(err) || gaveUp(err) || k == mutation {
+			r.h.releaseLogIf(f.abs, lg)
 			return nil, r.openFailure(ctx, p, flags, c, err)
 		}
 		c.kill(err)
@@ -191,7 +209,7 @@ func (f *file) start(c *channel, sf *sftp.File, empty bool) {
 	f.primary = c
 	f.setHandle(c, sf)
 	if empty {
-		f.knownOK = true
+		f.knownOK = true // the log recorded it (Open)
 		close(f.learned)
 		return
 	}
@@ -201,8 +219,9 @@ func (f *file) start(c *channel, sf *sftp.File, empty bool) {
 		defer f.mu.Unlock()
 		if err == nil {
 			f.known, f.knownOK = attrOf(fi), true
-			f.expSize = max(f.expSize, int64(f.known.Size))
-			f.sentEnd = max(f.sentEnd, f.expSize)
+			if f.log != nil {
+				f.log.learnSize(int64(f.known.Size))
+			}
 		}
 		close(f.learned)
 		return err
@@ -260,7 +279,7 @@ func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		sf, err := f.openChecked(ctx, c)
+		sf, err := f.openChecked(ctx, c, true)
 		switch {
 		case err == nil:
 			f.mu.Lock()
@@ -281,17 +300,28 @@ func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
 	}
 }
 
-// openChecked opens the file on c (counted) and verifies its attributes.
-func (f *file) openChecked(ctx context.Context, c *channel) (*sftp.File, error) {
+// openChecked opens the file on c (counted) and verifies its attributes;
+// with replay, a writable file's logged changes are made again on the new
+// handle, with no other change to the file in flight meanwhile.
+func (f *file) openChecked(ctx context.Context, c *channel, replay bool) (*sftp.File, error) {
 	var sf *sftp.File
 	err := f.h.run(ctx, c, idempotent, func() error {
 		var err error
 		if sf, err = c.client.OpenFile(f.abs, f.flags); err != nil {
 			return err
 		}
+		if replay && f.log != nil {
+			f.log.gate.Lock()
+			defer f.log.gate.Unlock()
+		}
 		fi, err := sf.Stat()
 		if err == nil {
 			err = f.verify(attrOf(fi))
+		}
+		if err == nil && replay && f.log != nil {
+			var n int
+			n, err = f.log.replay(sf)
+			f.h.log.Info("replayed acknowledged changes", "host", f.h.o.Host, "path", f.name, "changes", n, "err", err)
 		}
 		if err != nil {
 			sf.Close()
@@ -314,8 +344,11 @@ func (f *file) verify(a remote.Attr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	size := int64(a.Size)
-	if f.write {
-		if size < f.expSize || (f.knownOK && size > max(f.expSize, f.sentEnd)) {
+	if f.log != nil {
+		exp, sentEnd, ok := f.log.expected()
+		if size < exp || (ok && size > max(exp, sentEnd)) {
+			f.h.log.Warn("file changed on the server while its handle reconnected", "host", f.h.o.Host,
+				"path", f.name, "size", size, "expected", exp, "furthest_write", sentEnd)
 			return errChanged
 		}
 		return nil
@@ -380,6 +413,17 @@ func (f *file) drop(c *channel) {
 // idempotent in that sense; k says how it meets cancellation). l, if set,
 // is held by each attempt for as long as it runs.
 func (f *file) do(ctx context.Context, k reqKind, l *lease, fn func(c *channel, sf *sftp.File) error) error {
+	return f.doGated(ctx, k, l, false, fn)
+}
+
+// change is do for a request that changes the file: each attempt holds
+// the log's gate shared until fn ends, so that no replay runs meanwhile;
+// fn records the change in the log once it is acknowledged.
+func (f *file) change(ctx context.Context, k reqKind, l *lease, fn func(c *channel, sf *sftp.File) error) error {
+	return f.doGated(ctx, k, l, f.log != nil, fn)
+}
+
+func (f *file) doGated(ctx context.Context, k reqKind, l *lease, gated bool, fn func(c *channel, sf *sftp.File) error) error {
 	dctx, cancel := f.h.withDeadline(ctx)
 	defer cancel()
 	for {
@@ -388,7 +432,15 @@ func (f *file) do(ctx context.Context, k reqKind, l *lease, fn func(c *channel, 
 			return err
 		}
 		l.hold()
-		err = f.h.run(dctx, c, k, func() error { return fn(c, sf) }, func(bool) { l.release() })
+		if gated {
+			f.log.gate.RLock()
+		}
+		err = f.h.run(dctx, c, k, func() error { return fn(c, sf) }, func(bool) {
+			if gated {
+				f.log.gate.RUnlock()
+			}
+			l.release()
+		})
 		if final(err) {
 			return err
 		}
@@ -490,7 +542,17 @@ func (f *file) pastKnownEnd(ctx context.Context, pos int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.knownOK && f.known.Mode&syscall.S_IFMT == syscall.S_IFREG &&
-		f.known.Size > 0 && pos >= max(int64(f.known.Size), f.expSize)
+		f.known.Size > 0 && pos >= max(int64(f.known.Size), f.expectedSizeLocked())
+}
+
+// expectedSizeLocked is the size this host's writable handles expect,
+// 0 for a read-only file.
+func (f *file) expectedSizeLocked() int64 {
+	if f.log == nil {
+		return 0
+	}
+	size, _, _ := f.log.expected()
+	return size
 }
 
 // live returns the channel of a usable handle, with one request counted
@@ -537,7 +599,12 @@ func (f *file) writeRaw(ctx context.Context, l *lease, data []byte, off int64) e
 			c.unbegin()
 			return errNoRaw
 		}
+		f.log.gate.RLock()
 		err = f.h.rawWrite(ctx, deadline, c, raw, l, data, off)
+		if err == nil {
+			f.log.wrote(data, off)
+		}
+		f.log.gate.RUnlock()
 		if final(err) {
 			return err
 		}
@@ -625,16 +692,17 @@ func (f *file) writeAt(ctx context.Context, l *lease, n int, off int64) (int, er
 	if n == 0 {
 		return 0, nil
 	}
-	end := off + int64(n)
-	f.mu.Lock()
-	f.sentEnd = max(f.sentEnd, end)
-	f.mu.Unlock()
+	if f.log == nil {
+		return 0, f.fail("write", syscall.EBADF) // not opened for writing
+	}
+	f.log.sending(off + int64(n))
 	err := f.writeRaw(ctx, l, l.b[:n], off)
 	if errors.Is(err, errNoRaw) {
-		err = f.do(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
+		err = f.change(ctx, idempotent, l, func(c *channel, sf *sftp.File) error {
 			_, err := sf.WriteAt(l.b[:n], off)
 			if err == nil {
 				c.stats.bytesWrite.Add(uint64(n))
+				f.log.wrote(l.b[:n], off)
 			}
 			return err
 		})
@@ -642,7 +710,9 @@ func (f *file) writeAt(ctx context.Context, l *lease, n int, off int64) (int, er
 	if err != nil {
 		return 0, f.writeError(ctx, err)
 	}
-	f.wrote(end)
+	if err := f.makeRoom(ctx); err != nil {
+		return 0, f.fail("write", err)
+	}
 	return n, nil
 }
 
@@ -652,13 +722,6 @@ func (f *file) writeError(ctx context.Context, err error) error {
 		err = f.r.probe(ctx, f.name, err, probeSpace)
 	}
 	return f.fail("write", err)
-}
-
-// wrote records a write up to end as answered.
-func (f *file) wrote(end int64) {
-	f.mu.Lock()
-	f.expSize = max(f.expSize, end)
-	f.mu.Unlock()
 }
 
 var _ remote.AsyncWriter = (*file)(nil)
@@ -685,6 +748,10 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 		}
 		done(err)
 	}
+	if f.log == nil || f.log.full(f.h.o.ReplayLimit) {
+		go slow() // writeAt reports a read-only file, or makes room
+		return
+	}
 	c, _, err := f.current()
 	if c == nil || err != nil || n == 0 {
 		go slow() // writeAt reports a closed or broken file
@@ -693,19 +760,21 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 	f.mu.Lock()
 	raw, ok := f.raws[c]
 	ok = ok && n <= c.maxPacket
-	if ok {
-		f.sentEnd = max(f.sentEnd, off+int64(n))
-	}
 	f.mu.Unlock()
 	if !ok {
 		c.unbegin()
 		go slow()
 		return
 	}
+	f.log.sending(off + int64(n))
+	f.log.gate.RLock()
 	f.h.rawWriteAsync(c, raw, l, p, off, func(err error) {
+		if err == nil {
+			f.log.wrote(p, off)
+		}
+		f.log.gate.RUnlock()
 		switch {
 		case err == nil:
-			f.wrote(off + int64(n))
 			l.release()
 			done(nil)
 		case final(err):
@@ -742,39 +811,53 @@ func (f *file) Stat(ctx context.Context) (remote.Attr, error) {
 }
 
 func (f *file) Truncate(ctx context.Context, size int64) error {
-	f.mu.Lock()
-	f.expSize = min(f.expSize, size)
-	f.sentEnd = max(f.sentEnd, size)
-	f.mu.Unlock()
-	err := f.do(ctx, mutation, nil, func(_ *channel, sf *sftp.File) error { return sf.Truncate(size) })
+	if f.log == nil {
+		return f.fail("truncate", syscall.EBADF) // not opened for writing
+	}
+	f.log.truncateSent(size)
+	err := f.change(ctx, mutation, nil, func(_ *channel, sf *sftp.File) error {
+		err := sf.Truncate(size)
+		if err == nil {
+			f.log.truncateDone(size)
+		}
+		return err
+	})
 	if err != nil {
 		if isFailure(err) {
 			err = f.r.settle(ctx, f.name, err, probeSpace)
 		}
 		return f.fail("truncate", err)
 	}
-	f.mu.Lock()
-	f.expSize = size
-	f.mu.Unlock()
 	return nil
 }
 
 // Sync uses fsync@openssh.com when offered; otherwise acknowledged writes
-// are as durable as the server makes them.
+// are as durable as the server makes them. Either way the changes
+// acknowledged before it was sent leave the replay log.
 func (f *file) Sync(ctx context.Context) error {
+	var mark uint64
+	if f.log != nil {
+		mark = f.log.mark()
+	}
 	err := f.do(ctx, mutation, nil, func(c *channel, sf *sftp.File) error {
 		if !c.ext("fsync@openssh.com") {
 			return nil
 		}
 		return sf.Sync()
 	})
+	if err == nil && f.log != nil {
+		f.log.synced(mark)
+	}
 	return f.fail("fsync", err)
 }
 
 // Close closes every handle: the primary one waited for (its status is the
 // result), the others in the background. The file is closed whatever ctx
 // says: the CLOSE is sent even if ctx is already cancelled, and waited for
-// until the call deadline.
+// until the call deadline. A file found changed underneath reports it
+// here too. If the session of the primary handle ended with changes not
+// known to be synced, the file is re-opened, the changes replayed, and
+// closed there.
 func (f *file) Close(ctx context.Context) error {
 	f.mu.Lock()
 	if f.closed {
@@ -782,23 +865,61 @@ func (f *file) Close(ctx context.Context) error {
 		return f.fail("close", os.ErrClosed)
 	}
 	f.closed = true
-	primary, handles := f.primary, f.handles
+	primary, handles, broken := f.primary, f.handles, f.broken
 	f.handles, f.raws = nil, nil
 	f.mu.Unlock()
+	if f.log != nil {
+		defer f.h.releaseLog(f.abs, f.log)
+	}
 	for c, sf := range handles {
 		if c != primary && !c.isDead() {
 			f.h.bg(c, sf.Close)
 		}
 	}
-	if primary == nil || primary.isDead() {
-		return nil
-	}
 	dctx, cancel := f.h.withDeadline(ctx)
 	defer cancel()
-	primary.begin()
-	err := f.h.run(dctx, primary, mutation, handles[primary].Close, nil)
-	if err != nil && !isAnswer(err) {
-		return nil // the session ended: the server closed the handle
+	var err error
+	switch {
+	case broken != nil:
+		if primary != nil && !primary.isDead() {
+			f.h.bg(primary, handles[primary].Close)
+		}
+		return f.fail("close", broken)
+	case primary == nil || primary.isDead():
+		err = errSessionEnded
+	default:
+		primary.begin()
+		err = f.h.run(dctx, primary, mutation, handles[primary].Close, nil)
 	}
-	return f.fail("close", err)
+	if err == nil || isAnswer(err) || gaveUp(err) {
+		return f.fail("close", err)
+	}
+	// The session ended: the server closed the handle.
+	if f.log == nil || !f.log.pending() {
+		return nil
+	}
+	return f.fail("close", f.closeReplayed(dctx))
+}
+
+// errSessionEnded: the channel of the handle is gone.
+var errSessionEnded = errors.New("the handle's session ended")
+
+// closeReplayed re-opens the closed file on a live channel, replays its
+// log there and closes that handle.
+func (f *file) closeReplayed(ctx context.Context) error {
+	for {
+		c, err := f.h.pick(ctx)
+		if err != nil {
+			return err
+		}
+		sf, err := f.openChecked(ctx, c, true)
+		if err == nil {
+			c.begin()
+			err = f.h.run(ctx, c, mutation, sf.Close, nil)
+		}
+		if final(err) || errors.Is(err, errChanged) {
+			return err
+		}
+		c.kill(err)
+	}
 }

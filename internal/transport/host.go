@@ -56,6 +56,10 @@ type Options struct {
 	// of a fresh mount, and work that one channel carries well (a walk, a
 	// single file's reads) never needs them.
 	OnDemand bool
+	// ReplayLimit bounds the bytes of acknowledged writes each open file
+	// keeps to replay after a reconnect (see fileLog); past it the file
+	// is synced. 0 = DefaultReplayLimit.
+	ReplayLimit int64
 }
 
 // Defaults for zero Options fields.
@@ -80,9 +84,11 @@ type Host struct {
 	gid   uint32
 	uidOK bool
 
-	x       execState   // remote commands (exec.go)
-	askFor  string      // with a Password: the user@host it answers prompts of
-	dialed  atomic.Bool // Dial succeeded: ssh's complaints are news from now on
+	x       execState // remote commands (exec.go)
+	askFor  string    // with a Password: the user@host it answers prompts of
+	logsMu  sync.Mutex
+	logs    map[string]*fileLog // per remote path: writable handles' shared log (journal.go)
+	dialed  atomic.Bool         // Dial succeeded: ssh's complaints are news from now on
 	reqs    reqCounters
 	wireIn  atomic.Uint64
 	wireOut atomic.Uint64
@@ -144,6 +150,9 @@ func newHost(o Options) *Host {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.ReplayLimit <= 0 {
+		o.ReplayLimit = DefaultReplayLimit
 	}
 	h := &Host{o: o, log: o.Logger, changed: make(chan struct{})}
 	if h.log == nil {

@@ -230,7 +230,25 @@ func (r hostRemote) SetAttr(ctx context.Context, p string, a remote.SetAttr) err
 		}
 		cur = &st
 	}
-	err := r.h.do(ctx, mutation, func(c *channel) error { return setAttr(c.client, abs, a, cur) })
+	// A size changed by path is a change to the file like a handle's
+	// truncate: the log of its writable handles here records it, or they
+	// would take the new size for someone else's change after a reconnect.
+	var lg *fileLog
+	if a.Size != nil {
+		if lg = r.h.openLog(abs); lg != nil {
+			defer r.h.releaseLog(abs, lg)
+			lg.truncateSent(int64(*a.Size))
+			lg.holdGate()
+		}
+	}
+	err := r.h.do(ctx, mutation, func(c *channel) error {
+		err := setAttr(c.client, abs, a, cur)
+		if err == nil && lg != nil {
+			lg.truncateDone(int64(*a.Size))
+		}
+		return err
+	})
+	lg.releaseGate()
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeFS)
 	}

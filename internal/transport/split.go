@@ -176,7 +176,7 @@ func (f *file) handleOn(ctx context.Context, c *channel) (*sftp.File, error) {
 		c.unbegin()
 		return nil, errNoSplit
 	}
-	sf, err := f.openChecked(ctx, c)
+	sf, err := f.openChecked(ctx, c, false)
 	if err != nil {
 		if errors.Is(err, errChanged) {
 			f.mu.Lock()
