@@ -31,14 +31,14 @@ type scanResult struct {
 	groups  map[uint64]*group
 	total   int64
 	entries int64
-	sizes   map[int64]bool // of the stored copies larger than a block
+	sizes   map[storedSize]bool // of the stored copies larger than a block, by owner
 }
 
 // scan reads the metadata of every entry and stored copy (no data) and
 // removes leftovers of interrupted work. It goes through directory
 // descriptors and raw getdents: a few system calls per entry.
 func (c *Cache) scan() scanResult {
-	res := scanResult{groups: map[uint64]*group{}, sizes: map[int64]bool{}}
+	res := scanResult{groups: map[uint64]*group{}, sizes: map[storedSize]bool{}}
 	r := dirReader{buf: make([]byte, 64<<10)}
 	e := filepath.Join(c.root, entriesDir)
 	r.each(unix.AT_FDCWD, e, func(efd int, xx string) {
@@ -110,8 +110,8 @@ func (c *Cache) scanDir(res *scanResult, pfd int, name, ppath string, entry bool
 	if entry {
 		g.keys++
 		res.entries++
-	} else if d.Size > c.bs {
-		res.sizes[d.Size] = true
+	} else if tag := tagOfObject(name); d.Size > c.bs && tag != "" {
+		res.sizes[storedSize{tag, d.Size}] = true
 	}
 }
 

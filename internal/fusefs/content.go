@@ -141,7 +141,7 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 	if e == nil {
 		return nil, 0, 0
 	}
-	if n.fsys.worthFinding(e, a) {
+	if n.fsys.worthFinding(e, n.fsys.cacheKey(p, v)) {
 		n.findStored(ctx, p, v)
 	}
 	h := &handle{n: n, ce: e, ck: v}
@@ -163,14 +163,15 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 // second at sha256sum's speed).
 const findStoredMax = 256 << 20
 
-// worthFinding reports whether an open of version a, whose entry is e,
-// should ask the server for the file's digest (findStored): the file is
-// not too large, the cache stores content of exactly its size, e lacks
+// worthFinding reports whether an open of the version of key k, whose
+// entry is e, should ask the server for the file's digest (findStored):
+// the file is not too large, the cache stores content of exactly its size
+// from the same host and branch, e lacks
 // content and none was asked for it yet. The checks that need no entry
 // lock come first: they fail for nearly every open (files of a block or
 // less never pass MayHold).
-func (f *filesys) worthFinding(e *contentcache.Entry, a remote.Attr) bool {
-	if int64(a.Size) > findStoredMax || !f.opts.Content.MayHold(int64(a.Size)) || e.Complete() {
+func (f *filesys) worthFinding(e *contentcache.Entry, k contentcache.Key) bool {
+	if k.Size > findStoredMax || !f.opts.Content.MayHold(k) || e.Complete() {
 		return false
 	}
 	_, known := e.Digest()
