@@ -146,12 +146,18 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 	}
 	h := &handle{n: n, ce: e, ck: v}
 	if !e.Complete() && !n.fsys.fillsWhole(p, h.ck) || !n.fsys.mayRead(a) {
-		f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
+		f, from, err := namespace.OpenFrom(ctx, n.fsys.ns, p, remoteFlags(flags), 0)
 		if err != nil {
 			e.Release()
 			return nil, 0, n.fsys.toErrno(err)
 		}
-		h.f = f
+		h.f, h.from = f, from
+		if from != v.branch {
+			// Another branch serves the file since its version was
+			// learnt: the handle reads that branch's file, uncached.
+			h.ce = nil
+			e.Release()
+		}
 	} else {
 		n.addLazy(h)
 	}
@@ -337,6 +343,11 @@ func (h *handle) readRange(ctx context.Context, r contentcache.Range) ([]byte, f
 	if err != nil {
 		return nil, nil, err
 	}
+	if from := h.openedFrom(); from != h.ck.branch {
+		// The file was opened from another branch than the version's (a
+		// union failed over or back): its bytes are not that version's.
+		return nil, nil, fmt.Errorf("%w: opened from branch %q, not %q", errChanged, from, h.ck.branch)
+	}
 	var buf []byte
 	got := 0
 	release := func() {}
@@ -383,6 +394,13 @@ func readFull(ctx context.Context, f remote.File, b []byte, off int64) (int, err
 		}
 	}
 	return got, nil
+}
+
+// openedFrom names the branch whose file the handle opened.
+func (h *handle) openedFrom() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.from
 }
 
 // cached returns the handle's disk cache entry, nil if it has none.
