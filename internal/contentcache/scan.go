@@ -62,9 +62,14 @@ func (c *Cache) scan() scanResult {
 	o := filepath.Join(c.root, objectsDir)
 	r.each(unix.AT_FDCWD, o, func(ofd int, xx string) {
 		r.each(ofd, xx, func(xfd int, name string) {
-			if strings.HasSuffix(name, smallSuffix) {
+			switch {
+			case strings.HasSuffix(name, smallSuffix):
 				c.scanFile(&res, xfd, name, o+"/"+xx, false)
-			} else {
+			case tagOfObject(name) == "":
+				// A stored copy named before owner tags: no key finds it
+				// any more. Its entries keep their own names of the data.
+				_ = c.remove(o + "/" + xx + "/" + name)
+			default:
 				c.scanDir(&res, xfd, name, o+"/"+xx, false)
 			}
 		})
