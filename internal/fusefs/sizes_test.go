@@ -62,13 +62,16 @@ func mountDiskAs(t *testing.T, dir, cacheDir, id string, hook *hookRemote, wrap 
 
 // hostileSizes are the sizes a lying server reports for files named
 // "lie-<name>": the largest int64, 2^62, -1 and MinInt64 read as
-// unsigned, and 8 TiB.
+// unsigned, 8 TiB, and the largest sizes the disk cache holds.
 var hostileSizes = map[string]uint64{
 	"max":    math.MaxInt64,
 	"pow62":  1 << 62,
 	"minus1": math.MaxUint64,
 	"minint": 1 << 63,
 	"8tib":   8 << 40,
+	// The largest the disk cache holds, and just under it: cached.
+	"16tib": contentcache.MaxFileSize,
+	"under": contentcache.MaxFileSize - 1,
 }
 
 // lieAboutSizes makes hook report hostileSizes for the files named so, in
