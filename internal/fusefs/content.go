@@ -374,9 +374,36 @@ func (h *handle) readRange(ctx context.Context, r contentcache.Range) ([]byte, f
 	// A version's blocks are all there up to its size: a short read
 	// means the file shrank.
 	if got < len(buf) {
+		release()
 		return nil, nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
 	}
+	if err := h.checkOpened(ctx, f); err != nil {
+		release()
+		return nil, nil, err
+	}
 	return buf, release, nil
+}
+
+// checkOpened fails with errChanged when the file f was another version
+// than the handle's when opened: its attributes then (fresh ones, when
+// the version came from a listing kept a while) say another size or
+// mtime, so its bytes are not that version's. The attributes arrive with
+// the open, ahead of the read's answer: no round trip is added.
+func (h *handle) checkOpened(ctx context.Context, f remote.File) error {
+	o, ok := f.(remote.OpenedFile)
+	if !ok {
+		return nil
+	}
+	a, ok := o.OpenedAttr(ctx)
+	if !ok {
+		return nil
+	}
+	// Listings and stats may differ below the second (SFTP has seconds).
+	if int64(a.Size) != h.ck.size || a.Mtime.Unix() != time.Unix(0, h.ck.mtime).Unix() {
+		return fmt.Errorf("%w: opened at %d bytes, mtime %v; the version is %d bytes, mtime %v",
+			errChanged, a.Size, a.Mtime, h.ck.size, time.Unix(0, h.ck.mtime))
+	}
+	return nil
 }
 
 // readFull reads into b at off until b is full or the file ends, and

@@ -189,3 +189,36 @@ func FuzzFillAttr(f *testing.F) {
 		}
 	})
 }
+
+// A file replaced on the server while the mount's attributes of it are
+// still fresh is read with the old version's key: its bytes are not
+// stored under that version, whose file, restored later with its size
+// and mtime (a backup put back), reads as itself and not as the bytes of
+// the file that replaced it for a while.
+func TestDiskCacheStoresOnlyTheVersionOpened(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	const size = 2<<20 + 99
+	original, replacement := randomBytes(size, 41), randomBytes(size, 42)
+	p := filepath.Join(dir, "f")
+	writeOld(t, p, original, time.Hour)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mountDiskHooked(t, dir, cacheDir, &hookRemote{})
+	if _, err := os.Stat(m.path("f")); err != nil {
+		t.Fatal(err)
+	}
+	writeOld(t, p, replacement, 2*time.Hour) // same size, another mtime
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, replacement) && !bytes.Equal(got, original) {
+		t.Fatal("the file read as neither version")
+	}
+	m.close(t)
+
+	mustWrite(t, p, original)
+	mustChtimes(t, p, fi.ModTime())
+	m = mountDiskHooked(t, dir, cacheDir, &hookRemote{})
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, original) {
+		t.Errorf("the restored file read as other bytes (the replacement's: %v)", bytes.Equal(got, replacement))
+	}
+}
