@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"sshfsm/internal/config"
@@ -39,5 +43,30 @@ func TestMountIdentity(t *testing.T) {
 		if mountIdentity(parse(args...)) == base {
 			t.Errorf("%q has the identity of h1:/a h2:/b", args)
 		}
+	}
+}
+
+// A host alias that ssh_config points at another machine gives another
+// identity: content cached from the first machine is not the second's.
+// The same configuration gives the same identity.
+func TestMountIdentityFollowsWhereAnAliasLeads(t *testing.T) {
+	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
+	identity := func(hostName string) string {
+		t.Helper()
+		if err := os.WriteFile(sshConfig, []byte("Host work\n\tHostName "+hostName+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Parse([]string{"-F", sshConfig, "work:/a", "/mnt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resolvedIdentity(cfg, sshDestinations(context.Background(), cfg, slog.New(slog.DiscardHandler)))
+	}
+	first := identity("127.0.0.2")
+	if again := identity("127.0.0.2"); again != first {
+		t.Fatal("the same configuration gave two identities")
+	}
+	if identity("127.0.0.3") == first {
+		t.Error("an alias pointed at another machine kept the identity")
 	}
 }

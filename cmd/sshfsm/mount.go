@@ -85,8 +85,9 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	}
 	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = t.remoteUser()
 	fo.Cache = cache.New(cfg.Cache.DirCacheTimeout, nil)
-	persistListings(cfg, &fo, log)
-	fo.Content, fo.ContentID = openContentCache(cfg, log), mountIdentity(cfg)
+	id := resolvedIdentity(cfg, sshDestinations(ctx, cfg, log))
+	persistListings(cfg, &fo, id, log)
+	fo.Content, fo.ContentID = openContentCache(cfg, log), id
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
@@ -104,8 +105,9 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 }
 
 // persistListings sets the coherence mode and, unless nodisk_cache, the
-// snapshot file that keeps this tree's listings across mounts.
-func persistListings(cfg *config.Config, fo *fusefs.Options, log *slog.Logger) {
+// snapshot file that keeps the listings of the tree of identity id across
+// mounts.
+func persistListings(cfg *config.Config, fo *fusefs.Options, id string, log *slog.Logger) {
 	if m, err := cache.ParseMode(cfg.Cache.Mode); err == nil {
 		fo.Mode = m
 	}
@@ -117,7 +119,7 @@ func persistListings(cfg *config.Config, fo *fusefs.Options, log *slog.Logger) {
 		log.Warn("listings are not kept across mounts", "err", err)
 		return
 	}
-	fo.MetaFile = cache.SnapshotPath(dir, mountIdentity(cfg))
+	fo.MetaFile = cache.SnapshotPath(dir, id)
 }
 
 // checkBranches refuses settings that need one host: transform_symlinks

@@ -83,8 +83,8 @@ type Cache struct {
 	fillers sync.WaitGroup
 	pending chan struct{} // bounds those fills
 
-	sizesMu sync.Mutex     // guards sizes
-	sizes   map[int64]bool // sizes of the stored copies larger than a block (MayHold)
+	sizesMu sync.Mutex          // guards sizes
+	sizes   map[storedSize]bool // sizes of the stored copies larger than a block, by owner (MayHold)
 
 	evictMu    sync.Mutex // serialises scans and evictions (held across their I/O)
 	futileTill time.Time  // evictMu: an eviction just found nothing to remove; refuse without rescanning until then

@@ -128,11 +128,11 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 	o, _, err := c.openPair(obj, s.size)
 	switch {
 	case errors.Is(err, errNotExist):
-		c.publish(f, obj, s.size)
+		c.publish(f, obj, s.host, s.size)
 		return
 	case errors.Is(err, errBroken):
 		if err := c.removeIf(obj, o.dirIno); err == nil {
-			c.publish(f, obj, s.size)
+			c.publish(f, obj, s.host, s.size)
 		}
 		return
 	case err != nil:
@@ -145,7 +145,7 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 	}
 	if !c.objectGood(o, sum, s) {
 		if err := c.removeIf(obj, o.dirIno); err == nil {
-			c.publish(f, obj, s.size)
+			c.publish(f, obj, s.host, s.size)
 		}
 		return
 	}
@@ -162,8 +162,9 @@ func (c *Cache) dedup(s *state, f *pair, sum [32]byte) {
 	}
 }
 
-// publish makes f, of size bytes, the stored copy of its content, at obj.
-func (c *Cache) publish(f *pair, obj string, size int64) {
+// publish makes f, of size bytes, the stored copy of its content among
+// owner's files, at obj.
+func (c *Cache) publish(f *pair, obj, owner string, size int64) {
 	tmp, err := c.linkedDir(f)
 	if err == nil {
 		_, err = c.install(tmp, obj, 0)
@@ -175,27 +176,30 @@ func (c *Cache) publish(f *pair, obj string, size int64) {
 	if size > c.bs {
 		c.sizesMu.Lock()
 		if c.sizes == nil {
-			c.sizes = map[int64]bool{}
+			c.sizes = map[storedSize]bool{}
 		}
-		c.sizes[size] = true
+		c.sizes[storedSize{ownerTag(owner), size}] = true
 		c.sizesMu.Unlock()
 	}
 }
 
-// MayHold reports whether a stored copy of content of exactly size
-// bytes, more than a block, may exist, as the last scan and this
-// process's stores since saw it (evictions by others are seen at the
-// next scan). Only then is it worth asking the server for the digest of
-// a file of that size the cache lacks: the digest may find the content
-// stored under another path (ByDigest) instead of fetching it. Content of
-// a block or less costs about as much to fetch as a digest to ask for.
-func (c *Cache) MayHold(size int64) bool {
-	if size <= c.bs {
+// MayHold reports whether a stored copy of content of exactly k.Size
+// bytes, more than a block, may exist among the files of k's host and
+// branch, as the last scan and this process's stores since saw it
+// (evictions by others are seen at the next scan). Only then is it worth
+// asking the server for the digest of a file of that size the cache
+// lacks: the digest may find the content stored under another path
+// (ByDigest) instead of fetching it. Content of a block or less costs
+// about as much to fetch as a digest to ask for. The sizes of other
+// owners' content do not count: the digest asked, or not, would tell the
+// server whether this machine stores content of that size from another.
+func (c *Cache) MayHold(k Key) bool {
+	if k.Size <= c.bs {
 		return false
 	}
 	c.sizesMu.Lock()
 	defer c.sizesMu.Unlock()
-	return c.sizes[size]
+	return c.sizes[storedSize{ownerTag(k.owner()), k.Size}]
 }
 
 // objectGood reports whether the stored copy o has digest sum, the same

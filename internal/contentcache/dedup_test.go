@@ -1,7 +1,10 @@
 package contentcache
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -248,5 +251,33 @@ func TestChangedUnderSameKey(t *testing.T) {
 	}
 	if !checkRead(t, p, v2, bs, bs) {
 		t.Fatal("new block missing")
+	}
+}
+
+// A stored copy named without an owner tag (the layout before them) is
+// removed by the scan: no key finds it, and it would count as a size
+// some owner stores. A tagged one stays.
+func TestScanRemovesUntaggedStoredCopies(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "content", objectsDir, "ab", strings.Repeat("ab", 32)+"-12")
+	tagged := filepath.Join(dir, "content", objectsDir, "cd", strings.Repeat("cd", 32)+"-12-"+ownerTag("h\x00"))
+	for _, d := range []string{old, tagged} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "d"), make([]byte, 3*testBS), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := openCache(t, dir, nil)
+	<-c.scanned
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an untagged stored copy was kept: %v", err)
+	}
+	if _, err := os.Stat(tagged); err != nil {
+		t.Errorf("a tagged stored copy was removed: %v", err)
+	}
+	if !c.MayHold(Key{Host: "h", Size: 3 * testBS}) || c.MayHold(Key{Host: "other", Size: 3 * testBS}) {
+		t.Error("the tagged copy's size is not counted for its owner alone")
 	}
 }

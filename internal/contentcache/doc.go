@@ -117,9 +117,11 @@
 // is freed. ByDigest gives a Key the stored copy of a digest the remote
 // reported. A digest given by SetDigest that differs from the one computed
 // removes the entry: its content is not that file's. MayHold tells, by the
-// sizes of the stored copies larger than a block (from the last scan and
-// this process's stores since), when asking the remote for a digest may
-// find a file's content stored under another key.
+// sizes of the stored copies larger than a block of the same host and
+// branch (from the last scan and this process's stores since), when
+// asking the remote for a digest may find a file's content stored under
+// another key; another host's sizes never count, since whether a digest
+// is asked tells the server they are there.
 //
 // # Eviction
 //

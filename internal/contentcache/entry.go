@@ -168,10 +168,13 @@ func (e *Entry) Missing(off, length int64) []Range {
 		return nil
 	}
 	end := s.size
-	if length < s.size-off { // without overflowing off+length
+	switch {
+	case off < 0: // off+length cannot overflow; s.size-off could
+		end = min(end, off+length)
+		off = 0
+	case length < s.size-off: // without overflowing off+length
 		end = off + length
 	}
-	off = max(off, 0)
 	if off >= end {
 		return nil
 	}

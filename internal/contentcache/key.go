@@ -95,9 +95,35 @@ func objectID(host string, sum [32]byte) string {
 
 // objectDir is the shared copy, among host's files, of the content whose
 // SHA-256 is sum, cut in blocks of the cache's size:
-// content/o/<2 hex>/<64 hex>-<log2 bs>.
+// content/o/<2 hex>/<64 hex>-<log2 bs>-<owner tag>. The owner tag lets a
+// scan count the sizes stored per owner (MayHold).
 func (c *Cache) objectDir(host string, sum [32]byte) string {
 	h := objectID(host, sum)
-	name := h + "-" + strconv.Itoa(bits.TrailingZeros64(uint64(c.bs)))
+	name := h + "-" + strconv.Itoa(bits.TrailingZeros64(uint64(c.bs))) + "-" + ownerTag(host)
 	return filepath.Join(c.root, objectsDir, h[:2], name)
+}
+
+// ownerTag names an owner (a Key's host and branch) in the names of its
+// stored copies, without showing it.
+func ownerTag(owner string) string {
+	h := sha256.New()
+	h.Write([]byte("sshfsm owner v1\x00"))
+	h.Write([]byte(owner))
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// tagOfObject is the owner tag in the name of a stored copy's directory
+// ("" if it has none).
+func tagOfObject(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || len(name)-i-1 != 16 {
+		return ""
+	}
+	return name[i+1:]
+}
+
+// storedSize is content of size bytes stored for the owner of a tag.
+type storedSize struct {
+	tag  string
+	size int64
 }

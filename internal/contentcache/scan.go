@@ -31,14 +31,14 @@ type scanResult struct {
 	groups  map[uint64]*group
 	total   int64
 	entries int64
-	sizes   map[int64]bool // of the stored copies larger than a block
+	sizes   map[storedSize]bool // of the stored copies larger than a block, by owner
 }
 
 // scan reads the metadata of every entry and stored copy (no data) and
 // removes leftovers of interrupted work. It goes through directory
 // descriptors and raw getdents: a few system calls per entry.
 func (c *Cache) scan() scanResult {
-	res := scanResult{groups: map[uint64]*group{}, sizes: map[int64]bool{}}
+	res := scanResult{groups: map[uint64]*group{}, sizes: map[storedSize]bool{}}
 	r := dirReader{buf: make([]byte, 64<<10)}
 	e := filepath.Join(c.root, entriesDir)
 	r.each(unix.AT_FDCWD, e, func(efd int, xx string) {
@@ -62,9 +62,14 @@ func (c *Cache) scan() scanResult {
 	o := filepath.Join(c.root, objectsDir)
 	r.each(unix.AT_FDCWD, o, func(ofd int, xx string) {
 		r.each(ofd, xx, func(xfd int, name string) {
-			if strings.HasSuffix(name, smallSuffix) {
+			switch {
+			case strings.HasSuffix(name, smallSuffix):
 				c.scanFile(&res, xfd, name, o+"/"+xx, false)
-			} else {
+			case tagOfObject(name) == "":
+				// A stored copy named before owner tags: no key finds it
+				// any more. Its entries keep their own names of the data.
+				_ = c.remove(o + "/" + xx + "/" + name)
+			default:
 				c.scanDir(&res, xfd, name, o+"/"+xx, false)
 			}
 		})
@@ -110,8 +115,8 @@ func (c *Cache) scanDir(res *scanResult, pfd int, name, ppath string, entry bool
 	if entry {
 		g.keys++
 		res.entries++
-	} else if d.Size > c.bs {
-		res.sizes[d.Size] = true
+	} else if tag := tagOfObject(name); d.Size > c.bs && tag != "" {
+		res.sizes[storedSize{tag, d.Size}] = true
 	}
 }
 

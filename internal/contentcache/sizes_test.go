@@ -135,15 +135,43 @@ func FuzzEntrySizesAndOffsets(f *testing.F) {
 		if err := e.Fill(data[:k], off); err == nil && k > 0 && (off < 0 || off > size || k > size-off) {
 			t.Fatalf("Fill of %d bytes at %d accepted in a %d-byte file", k, off, size)
 		}
-		for _, r := range e.Missing(off, min(n, 8*testBS)) {
-			if r.Off < 0 || r.Len <= 0 || r.Len > size-r.Off {
-				t.Fatalf("Missing(%d, %d) of a %d-byte file: %v", off, n, size, r)
+		asked := min(n, 8*testBS)
+		for _, r := range e.Missing(off, asked) {
+			if r.Off < 0 || r.Len <= 0 || r.Len > size-r.Off || !coversAsked(r, off, asked) {
+				t.Fatalf("Missing(%d, %d) of a %d-byte file: %v", off, asked, size, r)
 			}
 		}
 		if _, _, err := e.ReadAt(data[:k], off); err != nil && off >= 0 && !errors.Is(err, io.EOF) {
 			t.Fatalf("ReadAt(%d bytes, %d): %v", k, off, err)
 		}
 	})
+}
+
+// coversAsked reports whether r lies within the blocks that hold some of
+// the length bytes at off.
+func coversAsked(r Range, off, length int64) bool {
+	lo := max(off, 0) / testBS * testBS
+	if off < 0 {
+		return length > -off && r.Off >= lo && r.Off+r.Len-1 < (off+length-1)/testBS*testBS+testBS
+	}
+	return r.Off >= lo && (r.Off+r.Len-1)/testBS <= (off+min(length, math.MaxInt64-off)-1)/testBS
+}
+
+// Missing names only blocks of the range asked, whatever its offset: a
+// negative one (a caller's bug) does not make it name the whole file,
+// which the caller would then fetch in one buffer.
+func TestMissingStaysWithinTheRangeAsked(t *testing.T) {
+	c := openCache(t, t.TempDir(), nil)
+	e := entry(t, c, testKey("huge", MaxFileSize))
+	for _, tc := range []struct{ off, length int64 }{
+		{math.MinInt64, testBS}, {math.MinInt64 + 1, math.MaxInt64}, {-testBS, 2 * testBS}, {-1, 1}, {0, testBS},
+	} {
+		for _, r := range e.Missing(tc.off, tc.length) {
+			if !coversAsked(r, tc.off, tc.length) {
+				t.Errorf("Missing(%d, %d) names %v", tc.off, tc.length, r)
+			}
+		}
+	}
 }
 
 // Stored content is shared by digest only among one host's files: another

@@ -9,6 +9,7 @@ import (
 
 	"sshfsm/internal/cache"
 	"sshfsm/internal/contentcache"
+	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 )
 
@@ -60,7 +61,7 @@ func (n *node) openChecked(ctx context.Context, p string, flags uint32) (*handle
 		}
 	}
 	needFile := !kept && (e == nil || !e.Complete() && !n.fsys.fillsWhole(p, lastV))
-	a, f, errno := n.statForOpen(ctx, p, flags, needFile)
+	a, f, from, errno := n.statForOpen(ctx, p, flags, needFile)
 	if errno != 0 {
 		if e != nil {
 			e.Release()
@@ -76,7 +77,7 @@ func (n *node) openChecked(ctx context.Context, p string, flags uint32) (*handle
 	if e == nil && n.cacheable(a) {
 		if n.attachesLate() {
 			if h, fl, ok := n.openKeptAt(a, flags, true); ok {
-				return h.take(f), fl, 0
+				return h.take(f, from), fl, 0
 			}
 		}
 		if verr == nil {
@@ -84,10 +85,10 @@ func (n *node) openChecked(ctx context.Context, p string, flags uint32) (*handle
 		}
 	}
 	if e != nil {
-		return n.openEntry(ctx, p, flags, a, v, e, f)
+		return n.openEntry(ctx, p, flags, a, v, e, f, from)
 	}
 	if h, fl, ok := n.openKeptAt(a, flags, false); ok {
-		return h.take(f), fl, 0
+		return h.take(f, from), fl, 0
 	}
 	if f == nil {
 		var err error
@@ -134,25 +135,26 @@ func (n *node) racyKeptLocked() bool {
 }
 
 // statForOpen fetches the attributes of p for an open and, with file,
-// opens the remote file at the same time. The file is opened only when
-// both succeed.
-func (n *node) statForOpen(ctx context.Context, p string, flags uint32, file bool) (remote.Attr, remote.File, syscall.Errno) {
+// opens the remote file at the same time, naming the branch it opened it
+// from. The file is opened only when both succeed.
+func (n *node) statForOpen(ctx context.Context, p string, flags uint32, file bool) (remote.Attr, remote.File, string, syscall.Errno) {
 	stat := n.fsys.ns.Lstat
 	if n.fsys.opts.FollowSymlinks {
 		stat = n.fsys.ns.Stat
 	}
 	if !file {
 		a, err := stat(ctx, p)
-		return a, nil, n.openStatErr(p, err)
+		return a, nil, "", n.openStatErr(p, err)
 	}
 	type opened struct {
-		f   remote.File
-		err error
+		f    remote.File
+		from string
+		err  error
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		f, err := n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0)
-		ch <- opened{f, err}
+		f, from, err := namespace.OpenFrom(ctx, n.fsys.ns, p, remoteFlags(flags), 0)
+		ch <- opened{f, from, err}
 	}()
 	a, err := stat(ctx, p)
 	o := <-ch
@@ -163,9 +165,9 @@ func (n *node) statForOpen(ctx context.Context, p string, flags uint32, file boo
 		if o.f != nil {
 			go n.fsys.closeRemote(o.f)
 		}
-		return a, nil, n.openStatErr(p, err)
+		return a, nil, "", n.openStatErr(p, err)
 	}
-	return a, o.f, 0
+	return a, o.f, o.from, 0
 }
 
 // openStatErr translates the error of an open's check; a file gone from
@@ -204,14 +206,14 @@ func (n *node) checkVersion(p string, a remote.Attr) {
 }
 
 // take gives a lazy handle the remote file f an open fetched already (nil:
-// none); the handle reads it instead of opening the file at its first
-// read.
-func (h *handle) take(f remote.File) *handle {
+// none), from the branch named from; the handle reads it instead of
+// opening the file at its first read.
+func (h *handle) take(f remote.File, from string) *handle {
 	if f == nil {
 		return h
 	}
 	h.mu.Lock()
-	h.f = f
+	h.f, h.from = f, from
 	h.lateCache.Store(false)
 	h.mu.Unlock()
 	h.n.dropLazy(h)

@@ -141,24 +141,34 @@ func (n *node) openCached(ctx context.Context, p string, flags uint32) (*handle,
 	if e == nil {
 		return nil, 0, 0
 	}
-	return n.openEntry(ctx, p, flags, a, v, e, nil)
+	return n.openEntry(ctx, p, flags, a, v, e, nil, "")
 }
 
 // openEntry opens a handle served from e, the disk cache's entry of
 // version v (attributes a) of p, as openCached says. f, if not nil, is the
-// remote file opened already: the handle takes it.
-func (n *node) openEntry(ctx context.Context, p string, flags uint32, a remote.Attr, v versionKey, e *contentcache.Entry, f remote.File) (*handle, uint32, syscall.Errno) {
-	if n.fsys.worthFinding(e, a) {
+// remote file opened already, from the branch named from: the handle takes
+// it.
+func (n *node) openEntry(ctx context.Context, p string, flags uint32, a remote.Attr, v versionKey, e *contentcache.Entry, f remote.File, from string) (*handle, uint32, syscall.Errno) {
+	if n.fsys.worthFinding(e, n.fsys.cacheKey(p, v)) {
 		n.findStored(ctx, p, v)
 	}
-	h := &handle{n: n, ce: e, ck: v, f: f}
+	h := &handle{n: n, ce: e, ck: v}
 	if f == nil && (!e.Complete() && !n.fsys.fillsWhole(p, h.ck) || !n.fsys.mayRead(a)) {
 		var err error
-		if h.f, err = n.fsys.ns.Open(ctx, p, remoteFlags(flags), 0); err != nil {
+		if f, from, err = namespace.OpenFrom(ctx, n.fsys.ns, p, remoteFlags(flags), 0); err != nil {
 			e.Release()
 			return nil, 0, n.fsys.toErrno(err)
 		}
-	} else if f == nil {
+	}
+	if f != nil {
+		h.f, h.from = f, from
+		if from != v.branch {
+			// Another branch serves the file since its version was
+			// learnt: the handle reads that branch's file, uncached.
+			h.ce = nil
+			e.Release()
+		}
+	} else {
 		n.addLazy(h)
 	}
 	return h, n.openFlags(flags), 0
@@ -169,14 +179,15 @@ func (n *node) openEntry(ctx context.Context, p string, flags uint32, a remote.A
 // second at sha256sum's speed).
 const findStoredMax = 256 << 20
 
-// worthFinding reports whether an open of version a, whose entry is e,
-// should ask the server for the file's digest (findStored): the file is
-// not too large, the cache stores content of exactly its size, e lacks
+// worthFinding reports whether an open of the version of key k, whose
+// entry is e, should ask the server for the file's digest (findStored):
+// the file is not too large, the cache stores content of exactly its size
+// from the same host and branch, e lacks
 // content and none was asked for it yet. The checks that need no entry
 // lock come first: they fail for nearly every open (files of a block or
 // less never pass MayHold).
-func (f *filesys) worthFinding(e *contentcache.Entry, a remote.Attr) bool {
-	if int64(a.Size) > findStoredMax || !f.opts.Content.MayHold(int64(a.Size)) || e.Complete() {
+func (f *filesys) worthFinding(e *contentcache.Entry, k contentcache.Key) bool {
+	if k.Size > findStoredMax || !f.opts.Content.MayHold(k) || e.Complete() {
 		return false
 	}
 	_, known := e.Digest()
@@ -342,6 +353,11 @@ func (h *handle) readRange(ctx context.Context, r contentcache.Range) ([]byte, f
 	if err != nil {
 		return nil, nil, err
 	}
+	if from := h.openedFrom(); from != h.ck.branch {
+		// The file was opened from another branch than the version's (a
+		// union failed over or back): its bytes are not that version's.
+		return nil, nil, fmt.Errorf("%w: opened from branch %q, not %q", errChanged, from, h.ck.branch)
+	}
 	var buf []byte
 	got := 0
 	release := func() {}
@@ -368,9 +384,36 @@ func (h *handle) readRange(ctx context.Context, r contentcache.Range) ([]byte, f
 	// A version's blocks are all there up to its size: a short read
 	// means the file shrank.
 	if got < len(buf) {
+		release()
 		return nil, nil, fmt.Errorf("%w: %d bytes at %d, expected %d", errChanged, got, r.Off, r.Len)
 	}
+	if err := h.checkOpened(ctx, f); err != nil {
+		release()
+		return nil, nil, err
+	}
 	return buf, release, nil
+}
+
+// checkOpened fails with errChanged when the file f was another version
+// than the handle's when opened: its attributes then (fresh ones, when
+// the version came from a listing kept a while) say another size or
+// mtime, so its bytes are not that version's. The attributes arrive with
+// the open, ahead of the read's answer: no round trip is added.
+func (h *handle) checkOpened(ctx context.Context, f remote.File) error {
+	o, ok := f.(remote.OpenedFile)
+	if !ok {
+		return nil
+	}
+	a, ok := o.OpenedAttr(ctx)
+	if !ok {
+		return nil
+	}
+	// Listings and stats may differ below the second (SFTP has seconds).
+	if int64(a.Size) != h.ck.size || a.Mtime.Unix() != time.Unix(0, h.ck.mtime).Unix() {
+		return fmt.Errorf("%w: opened at %d bytes, mtime %v; the version is %d bytes, mtime %v",
+			errChanged, a.Size, a.Mtime, h.ck.size, time.Unix(0, h.ck.mtime))
+	}
+	return nil
 }
 
 // readFull reads into b at off until b is full or the file ends, and
@@ -388,6 +431,13 @@ func readFull(ctx context.Context, f remote.File, b []byte, off int64) (int, err
 		}
 	}
 	return got, nil
+}
+
+// openedFrom names the branch whose file the handle opened.
+func (h *handle) openedFrom() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.from
 }
 
 // cached returns the handle's disk cache entry, nil if it has none.

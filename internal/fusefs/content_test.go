@@ -404,7 +404,7 @@ func TestDiskCacheFindsCopyByDigest(t *testing.T) {
 		t.Fatal("rev1/big differs")
 	}
 	// The stored copy is made in the background once the entry is complete.
-	for deadline := time.Now().Add(5 * time.Second); !m.cache.MayHold(int64(len(big))); {
+	for deadline := time.Now().Add(5 * time.Second); !m.cache.MayHold(contentcache.Key{Host: "test-host", Size: int64(len(big))}); {
 		if time.Now().After(deadline) {
 			t.Fatal("5 s after rev1/big was read, the cache holds no content of its size")
 		}

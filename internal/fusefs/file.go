@@ -35,6 +35,9 @@ type handle struct {
 	// nil when reads go to the server; ck names that version.
 	ce *contentcache.Entry
 	ck versionKey
+	// from names the branch whose file f is (namespace.OpenFrom): bytes
+	// read through f are stored in ce only when it is ck's branch.
+	from string
 	// lateCache: a lazy open of a file whose data the kernel keeps; the
 	// first read looks for version ck in the disk cache (attachCache),
 	// as an eager open would have at open. attachMu is held while the

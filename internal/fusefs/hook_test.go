@@ -166,6 +166,14 @@ func (f *hookFile) ReadAtBuf(ctx context.Context, size int, off int64) ([]byte, 
 	return b[:n], func() {}, err
 }
 
+// OpenedAttr passes on the remote's, when it has them.
+func (f *hookFile) OpenedAttr(ctx context.Context) (remote.Attr, bool) {
+	if o, ok := f.File.(remote.OpenedFile); ok {
+		return o.OpenedAttr(ctx)
+	}
+	return remote.Attr{}, false
+}
+
 func (f *hookFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if f.h.writeAt != nil {
 		return f.h.writeAt(ctx, p, off)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sshfsm/internal/cache"
+	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 )
 
@@ -142,7 +143,7 @@ func (h *handle) attachCache(ctx context.Context) bool {
 		e.Release()
 		return true
 	}
-	h.ce = e
+	h.ce, h.ck = e, v
 	return true
 }
 
@@ -239,13 +240,13 @@ func (h *handle) file(ctx context.Context) (remote.File, error) {
 		h.flight = fl
 		h.mu.Unlock()
 
-		f, err := h.openRemote(ctx)
+		f, from, err := h.openRemote(ctx)
 		h.mu.Lock()
 		h.flight = nil
 		fl.err, fl.abandoned = err, err != nil && ctx.Err() != nil
 		late := err == nil && h.released
 		if err == nil && !late {
-			h.f = f
+			h.f, h.from = f, from
 		}
 		close(fl.done)
 		h.mu.Unlock()
@@ -260,19 +261,19 @@ func (h *handle) file(ctx context.Context) (remote.File, error) {
 	}
 }
 
-// openRemote opens the node's file read-only. A file gone since its
-// attributes were fetched is ESTALE.
-func (h *handle) openRemote(ctx context.Context) (remote.File, error) {
+// openRemote opens the node's file read-only, and names the branch it
+// opened it from. A file gone since its attributes were fetched is ESTALE.
+func (h *handle) openRemote(ctx context.Context) (remote.File, string, error) {
 	p, ok := h.n.path()
 	if !ok {
-		return nil, fmt.Errorf("open of an unlinked file: %w", syscall.ESTALE)
+		return nil, "", fmt.Errorf("open of an unlinked file: %w", syscall.ESTALE)
 	}
-	f, err := h.n.fsys.ns.Open(ctx, p, os.O_RDONLY, 0)
+	f, from, err := namespace.OpenFrom(ctx, h.n.fsys.ns, p, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		h.n.fsys.dirs.Forget(split(p))
-		return nil, fmt.Errorf("%v (removed on the server after the open): %w", err, syscall.ESTALE)
+		return nil, "", fmt.Errorf("%v (removed on the server after the open): %w", err, syscall.ESTALE)
 	}
-	return f, err
+	return f, from, err
 }
 
 // addLazy records a lazy handle that has not opened its file yet.

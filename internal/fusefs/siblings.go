@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/contentcache"
+	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 )
 
@@ -278,7 +279,7 @@ func (s *siblings) fetchDir(dir string, d *siblingDir, read []string, in bool) {
 		}
 		started++
 		go func() {
-			err := s.fetchFile(p, a, ce)
+			err := s.fetchFile(p, a, v.branch, ce)
 			s.f.fills.end(k, fl, err)
 			ce.Release()
 			<-s.slots
@@ -306,13 +307,18 @@ func (s *siblings) waitWindow(d *siblingDir, started int64) bool {
 	return s.ctx.Err() == nil
 }
 
-// fetchFile reads the file p, listed with attributes a, and stores it in ce.
-func (s *siblings) fetchFile(p string, a remote.Attr, ce *contentcache.Entry) error {
-	f, err := s.f.ns.Open(s.ctx, p, os.O_RDONLY, 0)
+// fetchFile reads the file p, listed with attributes a, and stores it in
+// ce, the entry of that version in branch: a file opened from another
+// branch (the union failed over meanwhile) is not stored.
+func (s *siblings) fetchFile(p string, a remote.Attr, branch string, ce *contentcache.Entry) error {
+	f, from, err := namespace.OpenFrom(s.ctx, s.f.ns, p, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close(context.Background())
+	if from != branch {
+		return errSiblingChanged
+	}
 	buf := make([]byte, a.Size+1) // the extra byte shows a file grown
 	got, err := readFull(s.ctx, f, buf, 0)
 	if err != nil {

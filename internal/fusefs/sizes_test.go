@@ -62,13 +62,16 @@ func mountDiskAs(t *testing.T, dir, cacheDir, id string, hook *hookRemote, wrap 
 
 // hostileSizes are the sizes a lying server reports for files named
 // "lie-<name>": the largest int64, 2^62, -1 and MinInt64 read as
-// unsigned, and 8 TiB.
+// unsigned, 8 TiB, and the largest sizes the disk cache holds.
 var hostileSizes = map[string]uint64{
 	"max":    math.MaxInt64,
 	"pow62":  1 << 62,
 	"minus1": math.MaxUint64,
 	"minint": 1 << 63,
 	"8tib":   8 << 40,
+	// The largest the disk cache holds, and just under it: cached.
+	"16tib": contentcache.MaxFileSize,
+	"under": contentcache.MaxFileSize - 1,
 }
 
 // lieAboutSizes makes hook report hostileSizes for the files named so, in
@@ -185,4 +188,37 @@ func FuzzFillAttr(f *testing.F) {
 			t.Errorf("size %d: %d blocks", out.Size, out.Blocks)
 		}
 	})
+}
+
+// A file replaced on the server while the mount's attributes of it are
+// still fresh is read with the old version's key: its bytes are not
+// stored under that version, whose file, restored later with its size
+// and mtime (a backup put back), reads as itself and not as the bytes of
+// the file that replaced it for a while.
+func TestDiskCacheStoresOnlyTheVersionOpened(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	const size = 2<<20 + 99
+	original, replacement := randomBytes(size, 41), randomBytes(size, 42)
+	p := filepath.Join(dir, "f")
+	writeOld(t, p, original, time.Hour)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mountDiskHooked(t, dir, cacheDir, &hookRemote{})
+	if _, err := os.Stat(m.path("f")); err != nil {
+		t.Fatal(err)
+	}
+	writeOld(t, p, replacement, 2*time.Hour) // same size, another mtime
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, replacement) && !bytes.Equal(got, original) {
+		t.Fatal("the file read as neither version")
+	}
+	m.close(t)
+
+	mustWrite(t, p, original)
+	mustChtimes(t, p, fi.ModTime())
+	m = mountDiskHooked(t, dir, cacheDir, &hookRemote{})
+	if got := readAll(t, m.path("f")); !bytes.Equal(got, original) {
+		t.Errorf("the restored file read as other bytes (the replacement's: %v)", bytes.Equal(got, replacement))
+	}
 }

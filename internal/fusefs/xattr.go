@@ -179,12 +179,12 @@ func (n *node) streamDigest(ctx context.Context, p string) (sum [32]byte, errno 
 			}
 		}
 	}
-	f, err := n.fsys.ns.Open(ctx, p, syscall.O_RDONLY, 0)
+	f, from, err := namespace.OpenFrom(ctx, n.fsys.ns, p, syscall.O_RDONLY, 0)
 	if err != nil {
 		h.dropCache()
 		return sum, n.fsys.toErrno(err)
 	}
-	h.f = f
+	h.f, h.from = f, from
 	defer h.Release(context.Background())
 	hash := sha256.New()
 	buf := make([]byte, blockSize)

@@ -15,35 +15,44 @@ import (
 // create policy chooses the branch. A copy on a read-only branch cannot be
 // opened for writing or truncated (EROFS): there is no copy-up.
 func (u *union) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
+	f, _, err := u.open(ctx, p, flags, perm)
+	return f, err
+}
+
+// open is Open, also returning the branch whose file it opened.
+func (u *union) open(ctx context.Context, p string, flags int, perm uint32) (remote.File, int, error) {
 	if p == "" {
-		return nil, fmt.Errorf("open the root: %w", syscall.EISDIR)
+		return nil, -1, fmt.Errorf("open the root: %w", syscall.EISDIR)
 	}
 	l, err := u.layout(ctx, parentOf(p))
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
 	c, err := u.probe(ctx, l.in, p, probeWinner)
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
 	if w := c.winner(); w >= 0 {
 		if flags&os.O_CREATE != 0 && flags&os.O_EXCL != 0 {
-			return nil, fmt.Errorf("create %s: %w", p, fs.ErrExist)
+			return nil, -1, fmt.Errorf("create %s: %w", p, fs.ErrExist)
 		}
 		if err := u.writable(w, "open", p, flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0); err != nil {
-			return nil, err
+			return nil, -1, err
 		}
-		return u.br[w].Remote.Open(ctx, p, flags, perm)
+		f, err := u.br[w].Remote.Open(ctx, p, flags, perm)
+		return f, w, err
 	}
 	if flags&os.O_CREATE == 0 {
-		return nil, fmt.Errorf("open %s: %w", p, fs.ErrNotExist)
+		return nil, -1, fmt.Errorf("open %s: %w", p, fs.ErrNotExist)
 	}
 	var f remote.File
+	w := -1
 	err = u.place(ctx, "create", p, l, func(b int) (err error) {
 		f, err = u.br[b].Remote.Open(ctx, p, flags, perm)
+		w = b
 		return err
 	})
-	return f, err
+	return f, w, err
 }
 
 // writable fails with EROFS when a change (write) would touch branch i

@@ -260,22 +260,28 @@ func isDown(r remote.Remote) bool {
 }
 
 func (g *graft) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
+	ns, rest, err := g.opening(p, flags)
+	if err != nil {
+		return nil, err
+	}
+	return ns.Open(ctx, rest, flags, perm)
+}
+
+// opening returns the namespace, and the path there, that an open of p
+// with flags opens.
+func (g *graft) opening(p string, flags int) (Namespace, string, error) {
 	if p == "" {
 		if g.base == nil {
-			return nil, fmt.Errorf("open the root: %w", syscall.EISDIR)
+			return nil, "", fmt.Errorf("open the root: %w", syscall.EISDIR)
 		}
-		return g.base.Open(ctx, p, flags, perm)
+		return g.base, p, nil
 	}
 	resolve := g.at
 	atRoot := g.base == nil && !strings.Contains(p, "/") && !g.isGraft(p)
 	if flags&os.O_CREATE != 0 && (flags&os.O_EXCL != 0 || atRoot) {
 		resolve = g.creatable
 	}
-	ns, rest, err := resolve("open", p)
-	if err != nil {
-		return nil, err
-	}
-	return ns.Open(ctx, rest, flags, perm)
+	return resolve("open", p)
 }
 
 func (g *graft) Mkdir(ctx context.Context, p string, perm uint32) error {

@@ -1,6 +1,7 @@
 package namespace_test
 
 import (
+	"os"
 	"testing"
 
 	"sshfsm/internal/namespace"
@@ -35,5 +36,24 @@ func TestOrigin(t *testing.T) {
 	single := namespace.Single(dial(t, "s", t.TempDir(), false))
 	if o, err := namespace.Origin(ctx, single, "f"); o != "" || err != nil {
 		t.Errorf("a single branch's origin: %q, %v", o, err)
+	}
+}
+
+// OpenFrom names the branch whose file it opened as Origin names it.
+func TestOpenFromNamesTheOrigin(t *testing.T) {
+	ns, _ := setup(t, [][]string{
+		{"both=b1", "m/", "m/a=b1"},
+		{"both=b2", "two=b2", "m/", "m/b="},
+	}, nil, namespace.UnionOptions{})
+	ctx := ctxT(t)
+	for _, p := range []string{"both", "two", "m/a", "m/b"} {
+		f, from, err := namespace.OpenFrom(ctx, ns, p, os.O_RDONLY, 0)
+		if err != nil {
+			t.Fatalf("OpenFrom(%q): %v", p, err)
+		}
+		f.Close(ctx)
+		if want, err := namespace.Origin(ctx, ns, p); err != nil || from != want || from == "" {
+			t.Errorf("OpenFrom(%q) names %q, Origin %q (%v)", p, from, want, err)
+		}
 	}
 }

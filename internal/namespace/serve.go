@@ -53,7 +53,7 @@ func Origin(ctx context.Context, ns Namespace, p string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%d %s", w, n.br[w].Name), nil
+		return n.originName(w), nil
 	case *graft:
 		if p == "" {
 			if n.base == nil {
@@ -68,4 +68,35 @@ func Origin(ctx context.Context, ns Namespace, p string) (string, error) {
 		return Origin(ctx, sub, rest)
 	}
 	return "", nil
+}
+
+// originName is how Origin names branch w of the union.
+func (u *union) originName(w int) string {
+	if len(u.br) == 1 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s", w, u.br[w].Name)
+}
+
+// OpenFrom opens p as ns.Open does, and names as Origin does the branch
+// whose file it opened: the bytes read through the file are that
+// branch's, whichever branch Origin named before the open (a union may
+// have failed over, or back, in between).
+func OpenFrom(ctx context.Context, ns Namespace, p string, flags int, perm uint32) (remote.File, string, error) {
+	switch n := ns.(type) {
+	case *union:
+		f, w, err := n.open(ctx, p, flags, perm)
+		if err != nil {
+			return nil, "", err
+		}
+		return f, n.originName(w), nil
+	case *graft:
+		sub, rest, err := n.opening(p, flags)
+		if err != nil {
+			return nil, "", err
+		}
+		return OpenFrom(ctx, sub, rest, flags, perm)
+	}
+	f, err := ns.Open(ctx, p, flags, perm)
+	return f, "", err
 }

@@ -202,6 +202,22 @@ func chmodStat(sf *sftp.File, perm uint32) (remote.Attr, error) {
 // CreatedAttr implements remote.CreatedFile.
 func (f *file) CreatedAttr() (remote.Attr, bool) { return f.created, f.createdOK }
 
+var _ remote.OpenedFile = (*file)(nil)
+
+// OpenedAttr implements remote.OpenedFile: the attributes of the FSTAT
+// sent in the background at open (none when this open created or
+// truncated the file).
+func (f *file) OpenedAttr(ctx context.Context) (remote.Attr, bool) {
+	select {
+	case <-f.learned:
+	case <-ctx.Done():
+		return remote.Attr{}, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known, f.knownOK && f.known.Mode != 0
+}
+
 // start installs the first handle and learns the attributes to check
 // re-opens against: an empty file when this open created or truncated it,
 // else from an FSTAT sent in the background (no round trip added to Open).

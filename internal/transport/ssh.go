@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -245,6 +246,21 @@ func sshConfig(ctx context.Context, o *Options) map[string]string {
 	}
 	argv = append(argv, "-G", o.Host)
 	return runSSHG(ctx, argv)
+}
+
+// Destination names the machine o reaches as ssh resolves it through
+// its configuration (user, host name, port, host key alias): an alias
+// that ssh_config points at another machine has another destination. ""
+// when ssh cannot tell, or o does not go through ssh.
+func Destination(ctx context.Context, o Options) string {
+	if o.Dialer != nil {
+		return ""
+	}
+	cfg := sshConfig(ctx, &o)
+	if cfg["hostname"] == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s@%s:%s hostkeyalias=%s", cfg["user"], cfg["hostname"], cfg["port"], cfg["hostkeyalias"])
 }
 
 var (
