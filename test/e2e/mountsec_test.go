@@ -242,7 +242,12 @@ func TestCrashLeftoversSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(tmp) })
-	run := t.TempDir()
+	// Short too: the status socket lives below it.
+	run, err := os.MkdirTemp("/tmp", "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
 	t.Setenv("TMPDIR", tmp)
 	t.Setenv("XDG_RUNTIME_DIR", run)
 	left := func() []string {
