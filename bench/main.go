@@ -39,6 +39,11 @@ type config struct {
 
 	replicaMiB  int64   // size of each file of the replica workload
 	replicaRate float64 // MB/s cap per replica gateway
+
+	writesRepeats int
+	writesRTTs    []time.Duration // the writes group's RTTs; 0 = loopback
+	writesFiles   int             // files in the writes group's tree
+	writesCpMiB   int64           // size of the file cp copies
 }
 
 func parseFlags() *config {
@@ -56,7 +61,11 @@ func parseFlags() *config {
 	flag.IntVar(&c.smallFiles, "small-files", 2000, "files in the tree used at high latency")
 	replicaMiB := flag.Int64("replica-mib", 0, "size of each file read in the replica workload in MiB (default 64, -quick 16)")
 	flag.Float64Var(&c.replicaRate, "replica-rate", 50, "rate cap per replica gateway in MB/s")
-	groups := flag.String("groups", "fio,meta,rtt,cache,rss,replica,union", "workload groups to run")
+	writesRepeats := flag.Int("writes-repeats", 0, "repeats of the writes group at each RTT (default 3, -quick 1)")
+	writesRTTs := flag.String("writes-rtts", "", "RTTs of the writes group, 0 = loopback (default 0,4ms,30ms, -quick 0,4ms)")
+	writesFiles := flag.Int("writes-files", 0, "files in the writes group's tree (default 2164, 31 MB; -quick 200; same mean size)")
+	writesCp := flag.Int64("writes-cp-mib", 0, "size of the file the writes group copies in MiB (default 256, -quick 16)")
+	groups := flag.String("groups", "fio,meta,rtt,cache,rss,replica,union,writes", "workload groups to run")
 	tools := flag.String("tools", "sshfs-default,sshfs-tuned,sshfsm,local", "tools to run")
 	flag.StringVar(&c.sshfsmBin, "sshfsm", "", "sshfsm binary (default: build ./cmd/sshfsm)")
 	flag.StringVar(&c.out, "out", "", "write results.md, results.json and the charts to this directory "+
@@ -82,7 +91,24 @@ func parseFlags() *config {
 	c.runtime = time.Duration(pick(int64(*runtime), int64(6*time.Second), int64(2*time.Second)))
 	c.entries = int(pick(int64(*entries), 100000, 10000))
 	c.replicaMiB = pick(*replicaMiB, 64, 16)
+	c.writesRepeats = int(pick(int64(*writesRepeats), 3, 1))
+	c.writesFiles = int(pick(int64(*writesFiles), writesTreeFiles, 200))
+	c.writesCpMiB = pick(*writesCp, 256, 16)
+	if *writesRTTs == "" {
+		*writesRTTs = "0,4ms,30ms"
+		if c.quick {
+			*writesRTTs = "0,4ms"
+		}
+	}
+	var err error
+	if c.writesRTTs, err = parseRTTs(*writesRTTs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -writes-rtts:", err)
+		os.Exit(2)
+	}
 	c.groups = set(*groups)
+	if c.groups["writes"] {
+		registerWrites(c)
+	}
 	c.tools = set(*tools)
 	c.out, c.page = outputPaths(c.out, c.quick)
 	return c
@@ -156,6 +182,7 @@ func run(ctx context.Context, c *config) error {
 		{"rss", runRSS},
 		{"replica", runReplica},
 		{"union", runUnion},
+		{"writes", runWrites},
 	}
 	for _, s := range steps {
 		if !c.groups[s.group] {

@@ -55,7 +55,7 @@ func allTools(sshfsmBin string) []*tool {
 		{key: localKey, name: "local disk", local: true},
 		floorTool(""),
 		cFloorTool(""),
-	}, append(replicaTools(), unionTools()...)...)
+	}, append(append(replicaTools(), unionTools()...), writeModeTools()...)...)
 }
 
 // mount is one live FUSE mount made by the benchmark.

@@ -20,13 +20,16 @@ type results struct {
 	counts  map[string]map[string][]int     // entries seen by find, per sample
 	notes   []string
 	errors  []string
+	// rowNotes are remarks on one workload's figures, by workload id.
+	rowNotes map[string][]string
 }
 
 func newResults(c *config, e *env) *results {
 	return &results{
 		c: c, e: e, started: time.Now(),
-		samples: map[string]map[string][]float64{},
-		counts:  map[string]map[string][]int{},
+		samples:  map[string]map[string][]float64{},
+		counts:   map[string]map[string][]int{},
+		rowNotes: map[string][]string{},
 	}
 }
 
@@ -43,6 +46,9 @@ func (r *results) count(w *workload, t *tool, n int) {
 	}
 	r.counts[w.id][t.key] = append(r.counts[w.id][t.key], n)
 }
+
+// rowNote adds a remark on w's figures, shown under the table.
+func (r *results) rowNote(w *workload, s string) { r.rowNotes[w.id] = append(r.rowNotes[w.id], s) }
 
 func (r *results) note(what, v string) { r.notes = append(r.notes, what+": "+v) }
 
@@ -178,7 +184,7 @@ func (r *results) markdown() string {
 	for _, s := range machine() {
 		fmt.Fprintf(&b, "- %s\n", s)
 	}
-	fmt.Fprintf(&b, "- repeats: %d (high latency: %d, memory walk: %d); values are medians, min–max over the repeats\n", c.repeats, c.rttRepeats, c.rssRepeats)
+	fmt.Fprintf(&b, "- repeats: %d (high latency: %d, memory walk: %d, writes: %d); values are medians, min–max over the repeats\n", c.repeats, c.rttRepeats, c.rssRepeats, c.writesRepeats)
 	for _, s := range r.e.notes {
 		fmt.Fprintf(&b, "- %s\n", s)
 	}
@@ -219,6 +225,7 @@ func (r *results) markdown() string {
 	if s := r.countCheck(); s != "" {
 		b.WriteString("\n" + s)
 	}
+	r.writeRowNotes(&b)
 	if len(r.errors) > 0 {
 		b.WriteString("\n## Failures\n\n")
 		for _, s := range r.errors {
@@ -227,6 +234,21 @@ func (r *results) markdown() string {
 	}
 	r.writeChartLinks(&b)
 	return b.String()
+}
+
+// writeRowNotes lists the remarks on the workloads' figures, in report
+// order.
+func (r *results) writeRowNotes(b *strings.Builder) {
+	first := true
+	for _, w := range workloads {
+		for _, s := range r.rowNotes[w.id] {
+			if first {
+				b.WriteString("\n## Notes on the rows\n\n")
+				first = false
+			}
+			fmt.Fprintf(b, "- %s — %s\n", r.title(w), strings.ReplaceAll(s, "\n", " "))
+		}
+	}
 }
 
 // writeChartLinks shows the charts on the results page, with links
@@ -334,6 +356,7 @@ func (r *results) writeJSON(path string) error {
 		Higher  bool                 `json:"higher_is_better"`
 		Samples map[string][]float64 `json:"samples"`
 		Entries map[string][]int     `json:"entries_listed,omitempty"`
+		Notes   []string             `json:"notes,omitempty"`
 	}
 	doc := struct {
 		Started   time.Time `json:"started"`
@@ -349,7 +372,7 @@ func (r *results) writeJSON(path string) error {
 			continue
 		}
 		doc.Workloads = append(doc.Workloads, wl{ID: w.id, Title: r.title(w), Unit: w.unit, Higher: w.higher,
-			Samples: r.samples[w.id], Entries: r.counts[w.id]})
+			Samples: r.samples[w.id], Entries: r.counts[w.id], Notes: r.rowNotes[w.id]})
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
