@@ -66,8 +66,9 @@ const editorSaves = 10
 // writeOp is one workload of the writes group. dst is the server-side
 // path of the op's data, at the same path below the mount.
 type writeOp struct {
-	id, title, unit string
-	prepare         func(ws *writesEnv, dst string) error
+	id, unit string
+	title    string // {tree}: the tree's size, {cp}: -writes-cp-mib
+	prepare  func(ws *writesEnv, dst string) error
 	// run times the op below the mount and returns its samples.
 	run    func(ws *writesEnv, ctx context.Context, at string) ([]float64, error)
 	verify func(ws *writesEnv, ctx context.Context, dst string) error
@@ -80,14 +81,14 @@ type writeOp struct {
 }
 
 var writeOps = []writeOp{
-	{id: "untar", title: "tar -xf of the tree (%s) from local disk", unit: "s",
+	{id: "untar", title: "tar -xf of the tree ({tree}) from local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).untar, verify: (*writesEnv).verifyUntar,
 		created: func(ws *writesEnv, _ string) int { return ws.tree.files }},
-	{id: "rm", title: "rm -rf of the tree (%s), made server-side", unit: "s",
+	{id: "rm", title: "rm -rf of the tree ({tree}), made server-side", unit: "s",
 		prepare: (*writesEnv).copySource, run: (*writesEnv).remove, verify: verifyGone},
-	{id: "cp", title: "cp of a %[2]d MiB file from local disk", unit: "s",
+	{id: "cp", title: "cp of a {cp} MiB file from local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).copyBig, verify: (*writesEnv).verifyBig, removeNow: true},
-	{id: "clone", title: "git clone --no-hardlinks of a repository of the tree (%s, " + strconv.Itoa(repoCommits) + " commits, packed) on local disk", unit: "s",
+	{id: "clone", title: "git clone --no-hardlinks of a repository of the tree ({tree}, " + strconv.Itoa(repoCommits) + " commits, packed) on local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).clone, verify: (*writesEnv).verifyClone, created: countFiles},
 	{id: "save", title: "an editor's save: write a temporary file, fsync, rename over (each of " + strconv.Itoa(editorSaves) + " saves in a fresh mount a sample)", unit: "ms",
 		prepare: prepareSave, run: (*writesEnv).saves, verify: verifySaves,
@@ -117,11 +118,12 @@ func rttTitle(rtt time.Duration) string {
 // and RTT.
 func registerWrites(c *config) {
 	spec := specFor(c.writesFiles)
-	tree := fmt.Sprintf("%d files, %.0f MB", spec.files, float64(spec.bytes)/1e6)
+	fill := strings.NewReplacer("{tree}", fmt.Sprintf("%d files, %.0f MB", spec.files, float64(spec.bytes)/1e6),
+		"{cp}", strconv.FormatInt(c.writesCpMiB, 10))
 	for _, rtt := range c.writesRTTs {
 		for _, op := range writeOps {
 			w := &workload{id: "writes-" + op.id + "-" + rttLabel(rtt), unit: op.unit,
-				title: "writes, " + rttTitle(rtt) + ": " + fmt.Sprintf(op.title, tree, c.writesCpMiB)}
+				title: "writes, " + rttTitle(rtt) + ": " + fill.Replace(op.title)}
 			writesWorkloads[op.id+"/"+rttLabel(rtt)] = w
 			workloads = append(workloads, w)
 		}
@@ -291,7 +293,11 @@ func newWritesEnv(ctx context.Context, e *env) (*writesEnv, error) {
 	}
 	var modes []string
 	for _, m := range writeModes {
-		modes = append(modes, fmt.Sprintf("%s (-o %q)", m.name, m.opts))
+		opts := "its default options"
+		if m.opts != "" {
+			opts = "-o " + m.opts
+		}
+		modes = append(modes, fmt.Sprintf("%s (%s)", m.name, opts))
 	}
 	e.note("writes: a tree generated with seed %d (%s), its tarball (tar -xf --no-same-owner, as a user's tar does), a git repository of it (%d commits, packed) and a %d MiB file, all on local disk; at %s (a latency proxy of its own for each RTT); every timed command on a fresh mount after dropping caches; each result checked by reading the served directory directly; sshfsm modes: %s",
 		spec.seed, ws.tree, repoCommits, c.writesCpMiB, strings.Join(rtts, ", "), strings.Join(modes, ", "))
@@ -322,14 +328,25 @@ func (ws *writesEnv) measure(ctx context.Context, r *results, link writeLink, t 
 		return err
 	}
 	defer unmount(m)
+	// sshfsm's requests are counted from just before the command: the
+	// mount's own are left out.
+	counted := isSSHFSM(t) && op.created != nil
+	var before, reqs map[string]uint64
+	if counted {
+		if before, err = daemonRequests(ctx, t, m); err != nil {
+			return err
+		}
+	}
 	vals, err := op.run(ws, ctx, filepath.Join(m.path, rel))
 	if err != nil {
 		return err
 	}
-	var reqs map[string]uint64
-	if isSSHFSM(t) && op.created != nil {
+	if counted {
 		if reqs, err = daemonRequests(ctx, t, m); err != nil {
 			return err
+		}
+		for k, v := range before {
+			reqs[k] -= min(v, reqs[k]) // counters only grow
 		}
 	}
 	// Checked while mounted: what the command was told is written must be
@@ -571,7 +588,9 @@ func (ws *writesEnv) tally(w *workload, t *tool, reqs map[string]uint64, created
 	rt.runs++
 	rt.created += created
 	for k, v := range reqs {
-		rt.byType[k] += v
+		if v > 0 {
+			rt.byType[k] += v
+		}
 	}
 }
 
@@ -595,7 +614,7 @@ func (rt *reqTally) perFile() string {
 	for _, k := range types {
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(rt.byType[k])/float64(rt.created)))
 	}
-	return fmt.Sprintf("%.2f SFTP requests per created file (%s; %d runs, %d files created; the mount's own requests included)",
+	return fmt.Sprintf("%.2f SFTP requests per created file (%s; %d runs, %d files created, counted from just before the command)",
 		float64(total)/float64(rt.created), strings.Join(parts, ", "), rt.runs, rt.created)
 }
 
