@@ -281,3 +281,41 @@ func TestRequestsPerFile(t *testing.T) {
 		t.Errorf("perFile = %q, want it to start with %q", got, want)
 	}
 }
+
+// TestWritesRows: the group's workloads are registered once per RTT and
+// op, and their notes are shown under the table.
+func TestWritesRows(t *testing.T) {
+	saved, savedMap := workloads, writesWorkloads
+	t.Cleanup(func() { workloads, writesWorkloads = saved, savedMap })
+	writesWorkloads = map[string]*workload{}
+	c := &config{writesFiles: writesTreeFiles, writesCpMiB: 256, writesRTTs: []time.Duration{0, 30 * time.Millisecond}}
+	registerWrites(c)
+	if len(workloads) != len(saved)+2*len(writeOps) {
+		t.Fatalf("%d workloads registered, want %d", len(workloads)-len(saved), 2*len(writeOps))
+	}
+	untar, cp := writesWorkloads["untar/30ms"], writesWorkloads["cp/lo"]
+	if untar == nil || untar.id != "writes-untar-30ms" || cp == nil || cp.id != "writes-cp-lo" {
+		t.Fatalf("workloads: %+v, %+v", untar, cp)
+	}
+	for _, w := range []*workload{untar, cp} {
+		if strings.ContainsAny(w.title, "{}%") {
+			t.Errorf("title not filled in: %q", w.title)
+		}
+	}
+	if !strings.Contains(untar.title, "30ms RTT") || !strings.Contains(untar.title, "2164 files, 31 MB") ||
+		!strings.Contains(cp.title, "loopback") || !strings.Contains(cp.title, "256 MiB") {
+		t.Errorf("titles: %q, %q", untar.title, cp.title)
+	}
+	r := testResults(map[string]map[string][]float64{untar.id: {sshfsmKey: {2}, localKey: {0.5}}})
+	r.c.writesRTTs = c.writesRTTs
+	(&writesEnv{reqs: map[string]map[string]*reqTally{
+		untar.id: {sshfsmKey: {runs: 1, created: 2, byType: map[string]uint64{"OPEN": 2, "WRITE": 4}}}}}).rowNotes(r)
+	md := r.markdown()
+	for _, want := range []string{"## Notes on the rows",
+		"sshfsm: 3.00 SFTP requests per created file (WRITE 2.00, OPEN 1.00;",
+		"sshfsm / local disk (medians): 4.00×"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
