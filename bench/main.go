@@ -1,6 +1,7 @@
 // Command bench compares sshfsm with sshfs (default and tuned) on fio,
-// metadata, high-latency and memory workloads against a throwaway sshd on
-// loopback, and writes a markdown table, raw samples and bar charts.
+// metadata, high-latency, memory and write workloads against a throwaway
+// sshd on loopback, and writes a markdown table, raw samples and bar
+// charts.
 //
 // Run it from the module root: go run ./bench [-quick].
 package main
