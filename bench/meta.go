@@ -33,7 +33,12 @@ const grepShell = "grep -r " + grepWord + " . > /dev/null; test $? -le 1"
 
 // timeShell runs sh in dir and returns the wall time and stdout.
 func timeShell(ctx context.Context, dir, sh string) (time.Duration, string, error) {
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	return timeShellFor(ctx, dir, sh, 15*time.Minute)
+}
+
+// timeShellFor is timeShell with sh killed after limit.
+func timeShellFor(ctx context.Context, dir, sh string, limit time.Duration) (time.Duration, string, error) {
+	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, "sh", "-c", sh)
 	cmd.Dir = dir
