@@ -89,7 +89,7 @@ func runDaemonChild(args []string) config.ExitCode {
 	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
 		return report(err)
 	}
-	log := newLogger(os.Stderr, cfg.Debug)
+	log := newLogger(os.Stderr, logLevel(cfg))
 	sigs := notifySignals(false)
 	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {

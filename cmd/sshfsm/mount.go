@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -51,6 +52,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		return nil, err
 	}
 	warnPermissions(cfg, log)
+	warnNoEffect(cfg, os.Stderr)
 	if err := absolutize(cfg); err != nil {
 		return nil, err
 	}
@@ -322,4 +324,18 @@ func mountUnlessSignalled(cfg *config.Config, log *slog.Logger, sigs <-chan os.S
 		return m, nil
 	}
 	return nil, config.Errorf(config.ExitMount, "interrupted by %v before the mount was ready", sig)
+}
+
+// warnNoEffect says on w which options given are accepted but ignored,
+// each once, with the reason their help gives.
+func warnNoEffect(cfg *config.Config, w io.Writer) {
+	seen := map[string]bool{}
+	for _, n := range cfg.NoEffect {
+		if seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		why := strings.TrimSuffix(strings.TrimPrefix(n.Why, "Ignored"), ".")
+		fmt.Fprintf(w, "sshfsm: warning: option %s is ignored%s\n", printable(n.Name), why)
+	}
 }

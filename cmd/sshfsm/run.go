@@ -77,7 +77,7 @@ func runForeground(cfg *config.Config) config.ExitCode {
 	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
 		return fail(os.Stderr, err)
 	}
-	log := newLogger(os.Stderr, cfg.Debug)
+	log := newLogger(os.Stderr, logLevel(cfg))
 	sigs := notifySignals(true)
 	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {
@@ -87,12 +87,20 @@ func runForeground(cfg *config.Config) config.ExitCode {
 	return config.ExitOK
 }
 
-func newLogger(w io.Writer, debug bool) *slog.Logger {
-	level := slog.LevelWarn
-	if debug {
-		level = slog.LevelDebug
-	}
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// logLevel is warnings, with -v also state changes (hosts down and up,
+// reconnections), with -d every request.
+func logLevel(cfg *config.Config) slog.Level {
+	switch {
+	case cfg.Debug:
+		return slog.LevelDebug
+	case cfg.Verbose:
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
 }
 
 func versionText() string {

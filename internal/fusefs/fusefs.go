@@ -139,7 +139,11 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	fsys := newFilesys(ns, o)
 	fsys.startPersist()
 	fo := fsys.fsOptions(mo)
-	server, err := mountWithReaders(mountpoint, fsys.rawFS(fo), &fo.MountOptions)
+	raw := fsys.rawFS(fo)
+	if mo.AllowRoot {
+		raw = ownerOrRoot{RawFileSystem: raw, owner: uint32(os.Getuid())}
+	}
+	server, err := mountWithReaders(mountpoint, raw, &fo.MountOptions)
 	if err != nil {
 		fsys.dirs.Close()
 		return nil, err
@@ -224,9 +228,6 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 		maxWrite = defaultMaxWrite
 	}
 	var opts []string
-	if mo.AllowRoot {
-		opts = append(opts, "allow_root")
-	}
 	if mo.DefaultPermissions {
 		opts = append(opts, "default_permissions")
 	}
@@ -238,7 +239,9 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 	entry, attr, neg := f.opts.EntryTimeout, f.opts.AttrTimeout, f.opts.NegativeTimeout
 	return &fs.Options{
 		MountOptions: fuse.MountOptions{
-			AllowOther:       mo.AllowOther,
+			// allow_root is allow_other for the kernel, and ownerOrRoot
+			// in the daemon (Mount).
+			AllowOther:       mo.AllowOther || mo.AllowRoot,
 			Options:          opts,
 			FsName:           mo.FsName,
 			Name:             mo.Subtype,
