@@ -89,12 +89,17 @@ func runDaemonChild(args []string) config.ExitCode {
 	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
 		return report(err)
 	}
-	log := newLogger(os.Stderr, logLevel(cfg))
+	log, sink, err := newLog(cfg, os.Stderr)
+	if err != nil {
+		return report(err)
+	}
 	sigs := notifySignals(false)
 	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {
 		return report(err)
 	}
+	sink.serving(cfg, true)
+	m.logSink.Store(sink)
 	if err := detach(); err != nil {
 		m.unmount()
 		m.close()

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -77,30 +76,19 @@ func runForeground(cfg *config.Config) config.ExitCode {
 	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
 		return fail(os.Stderr, err)
 	}
-	log := newLogger(os.Stderr, logLevel(cfg))
+	log, sink, err := newLog(cfg, os.Stderr)
+	if err != nil {
+		return fail(os.Stderr, err)
+	}
 	sigs := notifySignals(true)
 	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {
 		return fail(os.Stderr, err)
 	}
+	sink.serving(cfg, false)
+	m.logSink.Store(sink)
 	m.serve(sigs)
 	return config.ExitOK
-}
-
-func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
-// logLevel is warnings, with -v also state changes (hosts down and up,
-// reconnections), with -d every request.
-func logLevel(cfg *config.Config) slog.Level {
-	switch {
-	case cfg.Debug:
-		return slog.LevelDebug
-	case cfg.Verbose:
-		return slog.LevelInfo
-	}
-	return slog.LevelWarn
 }
 
 func versionText() string {

@@ -40,7 +40,8 @@ type Config struct {
 	File       string // the config file read (--config), absolute; "" for none
 	Foreground bool
 	Debug      bool
-	Verbose    bool // -v, sshfs_verbose: log state changes, not only warnings
+	Verbose    bool   // -v, sshfs_verbose: log state changes, not only warnings
+	LogFile    string // log=: where the log goes instead of syslog or stderr
 	// NoEffect are the options given that are accepted but ignored, in
 	// order, for the warning at mount.
 	NoEffect []NoEffect
@@ -172,6 +173,8 @@ type FUSE struct {
 	DirectIO    bool
 	MaxWrite    int
 	Xattr       bool
+	// AutoUnmount: unmount when the daemon ends, even killed (auto_unmount).
+	AutoUnmount bool
 	// DisableHardlink makes link(2) fail with EPERM (disable_hardlink).
 	DisableHardlink bool
 }

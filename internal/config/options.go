@@ -128,6 +128,10 @@ func mountOptions() []Option {
 			func(c *Config) { c.FUSE.Xattr = true }),
 		intOpt("max_write", "BYTES", "1048576", s, 4096, 1<<20, "Largest write the kernel sends in one request.",
 			func(c *Config, n int) { c.FUSE.MaxWrite = n }),
+		stringOpt("log", "FILE", "", s,
+			"Append the log to FILE instead of syslog (in the background; nowhere without /dev/log) or stderr (with -f or -d). "+
+				"Once mounted, it holds warnings, errors and state changes: hosts going down and up, reconnections; sshfsm status says where it goes.",
+			func(c *Config, v string) error { c.LogFile = v; return nil }),
 		withAliases(flagOpt("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
 			func(c *Config) { c.Debug = true; c.Foreground = true }), "sshfs_debug"),
 	}, atimeOptions()...)

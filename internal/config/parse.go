@@ -34,8 +34,11 @@ func Switches() []Switch {
 			apply: func(c *Config, _ string) error { return applyOne(c, "debug") }},
 		{Names: []string{"-v", "--verbose"}, Help: "Log connections, reconnections and hosts going down and up besides warnings; same as -o sshfs_verbose.",
 			apply: func(c *Config, _ string) error { c.Verbose = true; return nil }},
-		{Names: []string{"-s"}, Help: "Ignored (sshfs: single-threaded).",
-			apply: func(*Config, string) error { return nil }},
+		{Names: []string{"-s"}, Help: "Ignored (sshfs: single-threaded): sshfsm serves requests concurrently.",
+			apply: func(c *Config, _ string) error {
+				c.NoEffect = append(c.NoEffect, NoEffect{Name: "-s", Why: "Ignored (sshfs: single-threaded): sshfsm serves requests concurrently."})
+				return nil
+			}},
 		{Names: []string{"-h", "--help"}, Help: "Print this help and exit.",
 			apply: setAction(ActionHelp)},
 		{Names: []string{"-V", "--version"}, Help: "Print the version and exit.",

@@ -31,8 +31,9 @@ func TestSshfsOptionsAccepted(t *testing.T) {
 		{[]string{"-o", "umask=077"}, func(c *Config) any { return *c.FUSE.Umask }, uint32(0o77), nil},
 		{[]string{"-o", "delay_connect,no_check_root"}, func(c *Config) any { return c.Branches[0].Dir }, "/srv",
 			[]string{"delay_connect", "no_check_root"}},
-		{[]string{"-o", "auto_unmount,auto_unmount"}, func(c *Config) any { return c.Branches[0].Dir }, "/srv",
-			[]string{"auto_unmount", "auto_unmount"}},
+		{[]string{"-o", "auto_unmount"}, func(c *Config) any { return c.FUSE.AutoUnmount }, true, nil},
+		{[]string{"-o", "nonempty,nonempty"}, func(c *Config) any { return c.Branches[0].Dir }, "/srv",
+			[]string{"nonempty", "nonempty"}},
 		// mount(8)'s own options are no news to anyone.
 		{[]string{"-o", "defaults,_netdev,noauto,x-systemd.automount"}, func(c *Config) any { return c.Branches[0].Dir }, "/srv", nil},
 	}

@@ -78,6 +78,10 @@ type MountOptions struct {
 	FsName, Subtype                                  string
 	AllowOther, AllowRoot, DefaultPermissions, Debug bool
 	MaxWrite                                         int
+	// AutoUnmount leaves fusermount3 behind to unmount when the process
+	// ends, however it ends (autounmount.go). Unmount then with Unmount,
+	// not the server's.
+	AutoUnmount bool
 	// Flags are mount(8)'s generic flags (noexec, noatime...) in the
 	// order given; the last of a pair wins. nosuid and nodev are always on.
 	Flags []string
@@ -143,7 +147,16 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	if mo.AllowRoot {
 		raw = ownerOrRoot{RawFileSystem: raw, owner: uint32(os.Getuid())}
 	}
-	server, err := mountWithReaders(mountpoint, raw, &fo.MountOptions)
+	at := mountpoint
+	if mo.AutoUnmount {
+		fo.MountOptions.DirectMount = false
+		var err error
+		if at, err = autoUnmount(mountpoint, &fo.MountOptions); err != nil {
+			fsys.dirs.Close()
+			return nil, err
+		}
+	}
+	server, err := mountWithReaders(at, raw, &fo.MountOptions)
 	if err != nil {
 		fsys.dirs.Close()
 		return nil, err
