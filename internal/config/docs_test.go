@@ -25,6 +25,9 @@ func TestDocs(t *testing.T) {
 		{"docs/sshfsm.1", ManPage()},
 		{"docs/options.md", OptionsDoc()},
 		{"docs/sshfs-compat.md", compat},
+		{"docs/completions/sshfsm.bash", BashCompletion()},
+		{"docs/completions/_sshfsm", ZshCompletion()},
+		{"docs/completions/sshfsm.fish", FishCompletion()},
 	} {
 		path := repoFile(doc.path)
 		if *update {
