@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -187,5 +188,36 @@ func TestLogFile(t *testing.T) {
 	}
 	if got := readFile(logFile); !strings.Contains(got, "level=INFO msg=unmounting") || !strings.Contains(got, "signal=terminated") {
 		t.Errorf("log file after SIGTERM:\n%s\nwant the unmounting, with its signal", got)
+	}
+}
+
+// TestMakeInstall: make install puts the binary, the manual page and the
+// completions below DESTDIR and PREFIX, and the binary installed runs.
+func TestMakeInstall(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	dest := t.TempDir()
+	out, err := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "PREFIX=/opt/sshfsm").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	for path, mode := range map[string]os.FileMode{
+		"bin/sshfsm":                                  0o755,
+		"share/man/man1/sshfsm.1":                     0o644,
+		"share/bash-completion/completions/sshfsm":    0o644,
+		"share/zsh/site-functions/_sshfsm":            0o644,
+		"share/fish/vendor_completions.d/sshfsm.fish": 0o644,
+	} {
+		fi, err := os.Stat(filepath.Join(dest, "opt/sshfsm", path))
+		if err != nil || fi.Mode() != mode {
+			t.Errorf("%s: %v, %v; want mode %v", path, fi, err, mode)
+		}
+	}
+	v, err := exec.Command(filepath.Join(dest, "opt/sshfsm/bin/sshfsm"), "--version").Output()
+	if err != nil || !strings.HasPrefix(string(v), "sshfsm version ") {
+		t.Errorf("installed sshfsm --version: %q, %v", v, err)
 	}
 }
