@@ -1,15 +1,31 @@
-# Targets: build, test, lint, fuzz, bench, demo, demo-stop, man, docs, clean.
+# Targets: build, install, test, lint, fuzz, bench, demo, demo-stop, man, docs, clean.
 # `make test` is scripts/test.sh: the same checks run locally and in CI.
 
 GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test lint fuzz bench demo demo-stop man docs clean
+.PHONY: all build install test lint fuzz bench demo demo-stop man docs clean
+
+# Where make install puts things; DESTDIR is prepended (packaging).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share
 
 all: build
 
 build:
 	$(GO) build -o sshfsm ./cmd/sshfsm
+
+# The binary, the manual page and the shell completions. No mount helper
+# is needed: for fstab's fuse.sshfsm, mount(8) runs mount.fuse3, which
+# runs sshfsm from the PATH mount(8) gives (BINDIR is on it by default).
+install: build
+	install -D -m 0755 sshfsm $(DESTDIR)$(BINDIR)/sshfsm
+	install -D -m 0644 docs/sshfsm.1 $(DESTDIR)$(MANDIR)/man1/sshfsm.1
+	install -D -m 0644 docs/completions/sshfsm.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/sshfsm
+	install -D -m 0644 docs/completions/_sshfsm $(DESTDIR)$(DATADIR)/zsh/site-functions/_sshfsm
+	install -D -m 0644 docs/completions/sshfsm.fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/sshfsm.fish
 
 test:
 	bash scripts/test.sh
@@ -36,7 +52,8 @@ demo-stop:
 man: build
 	./sshfsm --man > docs/sshfsm.1.tmp && mv docs/sshfsm.1.tmp docs/sshfsm.1
 
-# docs/sshfsm.1 and docs/options.md, from the option declarations.
+# docs/sshfsm.1, docs/options.md, docs/sshfs-compat.md and
+# docs/completions, from the option declarations.
 docs:
 	$(GO) test ./internal/config -run TestDocs -update
 

@@ -38,12 +38,30 @@ func runDaemonParent(args []string) config.ExitCode {
 	cmd.Env = append(os.Environ(), daemonEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{w}
+	// A stop signal to this process (kill, or ^C when the terminal's is
+	// not sent to the whole group) stops the background process too, which
+	// then reports itself interrupted: it must not mount later, unseen.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
 		r.Close()
 		return fail(os.Stderr, config.Errorf(config.ExitMount, "cannot start background process: %v", err))
 	}
+	forwarded := make(chan struct{})
+	defer close(forwarded)
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				cmd.Process.Signal(sig)
+			case <-forwarded:
+				return
+			}
+		}
+	}()
 	line, _ := bufio.NewReader(r).ReadString('\n')
 	r.Close()
 	if line == "ok\n" {
@@ -89,12 +107,17 @@ func runDaemonChild(args []string) config.ExitCode {
 	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
 		return report(err)
 	}
-	log := newLogger(os.Stderr, cfg.Debug)
+	log, sink, err := newLog(cfg, os.Stderr)
+	if err != nil {
+		return report(err)
+	}
 	sigs := notifySignals(false)
 	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {
 		return report(err)
 	}
+	sink.serving(cfg, true)
+	m.logSink.Store(sink)
 	if err := detach(); err != nil {
 		m.unmount()
 		m.close()

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -25,13 +27,16 @@ import (
 
 // mounted is a live mount: the hosts behind it and the FUSE server.
 type mounted struct {
-	mountpoint string
-	tree       *tree
-	server     *fuse.Server
-	log        *slog.Logger
-	dirs       *cache.Dirs         // the listing cache, for its counters
-	content    *contentcache.Cache // the disk cache of contents; nil without
-	status     *control.Server     // answers sshfsm status; nil without
+	mountpoint  string
+	tree        *tree
+	server      *fuse.Server
+	log         *slog.Logger
+	dirs        *cache.Dirs         // the listing cache, for its counters
+	content     *contentcache.Cache // the disk cache of contents; nil without
+	status      *control.Server     // answers sshfsm status; nil without
+	autoUnmount bool                // mounted with auto_unmount: unmount with fusermount3
+	// logSink is where the log goes once serving, for sshfsm status.
+	logSink atomic.Pointer[logSink]
 	// early is a stop signal that arrived as the mount became ready: serve
 	// stops at once, as for any later signal.
 	early os.Signal
@@ -51,6 +56,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		return nil, err
 	}
 	warnPermissions(cfg, log)
+	warnNoEffect(cfg, os.Stderr)
 	if err := absolutize(cfg); err != nil {
 		return nil, err
 	}
@@ -94,7 +100,8 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		closeContent(fo.Content, log)
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
-	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content}
+	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
+		autoUnmount: cfg.FUSE.AutoUnmount}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.close()
@@ -222,6 +229,7 @@ func mountOptions(cfg *config.Config) fusefs.MountOptions {
 		Debug:              cfg.Debug,
 		MaxWrite:           cfg.FUSE.MaxWrite,
 		Flags:              cfg.FUSE.MountFlags,
+		AutoUnmount:        cfg.FUSE.AutoUnmount,
 	}
 }
 
@@ -322,4 +330,18 @@ func mountUnlessSignalled(cfg *config.Config, log *slog.Logger, sigs <-chan os.S
 		return m, nil
 	}
 	return nil, config.Errorf(config.ExitMount, "interrupted by %v before the mount was ready", sig)
+}
+
+// warnNoEffect says on w which options given are accepted but ignored,
+// each once, with the reason their help gives.
+func warnNoEffect(cfg *config.Config, w io.Writer) {
+	seen := map[string]bool{}
+	for _, n := range cfg.NoEffect {
+		if seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		why := strings.TrimSuffix(strings.TrimPrefix(n.Why, "Ignored"), ".")
+		fmt.Fprintf(w, "sshfsm: warning: option %s is ignored%s\n", printable(n.Name), why)
+	}
 }

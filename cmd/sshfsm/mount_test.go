@@ -526,3 +526,80 @@ dir = %q
 	}
 	waitGone(t, mnt)
 }
+
+// TestSignalToMountCommandWhileConnecting: SIGINT to the mount command
+// (not to its process group) while the server does not answer stops the
+// background process too: the command reports the interruption, and
+// nothing is mounted later.
+func TestSignalToMountCommandWhileConnecting(t *testing.T) {
+	port := silentPeer(t)
+	mnt := mountpoint(t)
+	cmd := exec.Command(binary(t), "-p", port, "-o", "ConnectTimeout=60,BatchMode=yes", "127.0.0.1:", mnt)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The background process is started and connecting once ssh runs.
+	if !testenv.PollFor(testenv.Patience(), func() bool { return len(sshOf(cmd.Process.Pid)) > 0 }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no ssh started below sshfsm %d; stderr %q", cmd.Process.Pid, stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(testenv.Patience()):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("sshfsm ignored SIGINT while connecting")
+	}
+	expectFailure(t, result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()},
+		config.ExitMount, "interrupted by interrupt before the mount was ready")
+	if testenv.MountedAt(mnt) {
+		t.Errorf("%s mounted after the mount command was interrupted", mnt)
+	}
+}
+
+// sshOf lists the ssh processes among the descendants of pid.
+func sshOf(pid int) []int {
+	var found []int
+	ents, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	comm := map[int]string{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		pp, _ := strconv.Atoi(f[1])
+		parent[p], comm[p] = pp, s[strings.IndexByte(s, '(')+1:i]
+	}
+	for p, c := range comm {
+		if c != "ssh" {
+			continue
+		}
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				found = append(found, p)
+				break
+			}
+		}
+	}
+	return found
+}

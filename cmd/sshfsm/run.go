@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -77,22 +76,19 @@ func runForeground(cfg *config.Config) config.ExitCode {
 	if err := readPassword(cfg, os.Stdin, os.Stderr); err != nil {
 		return fail(os.Stderr, err)
 	}
-	log := newLogger(os.Stderr, cfg.Debug)
+	log, sink, err := newLog(cfg, os.Stderr)
+	if err != nil {
+		return fail(os.Stderr, err)
+	}
 	sigs := notifySignals(true)
 	m, err := mountUnlessSignalled(cfg, log, sigs)
 	if err != nil {
 		return fail(os.Stderr, err)
 	}
+	sink.serving(cfg, false)
+	m.logSink.Store(sink)
 	m.serve(sigs)
 	return config.ExitOK
-}
-
-func newLogger(w io.Writer, debug bool) *slog.Logger {
-	level := slog.LevelWarn
-	if debug {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 func versionText() string {

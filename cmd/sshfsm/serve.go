@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"sshfsm/internal/fusefs"
 	"sshfsm/internal/mountinfo"
 )
 
@@ -71,7 +72,7 @@ func (m *mounted) close() {
 // unmount and reports so.
 func (m *mounted) unmount() (lazy bool) {
 	m.stopStatus()
-	err := m.server.Unmount()
+	err := fusefs.Unmount(m.server, m.mountpoint, m.autoUnmount)
 	if err == nil {
 		return false
 	}

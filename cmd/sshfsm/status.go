@@ -182,6 +182,9 @@ func writeStatus(w io.Writer, st *control.Status) {
 	fmt.Fprintf(w, "%s  (pid %d, up %s, sshfsm %s)\n", printable(m.Mountpoint), m.PID,
 		duration(time.Duration(m.UptimeSeconds*float64(time.Second))), printable(m.Program))
 	fmt.Fprintf(w, "  options  %s\n", printable(strings.Join(m.Options, ",")))
+	if m.Log != "" {
+		fmt.Fprintf(w, "  log      %s\n", printable(m.Log))
+	}
 	fmt.Fprintf(w, "  cache    %s\n", cacheLine(st.Cache))
 	if st.Meta != nil {
 		fmt.Fprintf(w, "  metadata %s\n", printable(metaLine(*st.Meta)))

@@ -56,7 +56,7 @@ func (m *mounted) statusProvider(cfg *config.Config) func() control.Status {
 		branches[e.branch].hosts = append(branches[e.branch].hosts, e)
 	}
 	return func() control.Status {
-		st := control.Status{Mount: control.Mount{Options: opts}, Cache: cacheStatus(m.dirs.Stats()),
+		st := control.Status{Mount: control.Mount{Options: opts, Log: m.logWhere()}, Cache: cacheStatus(m.dirs.Stats()),
 			Meta: metaStatus(m.dirs.PersistStats(), time.Now()), Disk: m.diskStatus(cfg)}
 		for _, sb := range branches {
 			st.Branches = append(st.Branches, sb.status())
@@ -211,4 +211,12 @@ func optionSummary(cfg *config.Config) []string {
 		o = append(o, "idmap="+string(cfg.IDMap.Mode))
 	}
 	return o
+}
+
+// logWhere says where the daemon logs: syslog, a file, stderr.
+func (m *mounted) logWhere() string {
+	if s := m.logSink.Load(); s != nil {
+		return s.Where()
+	}
+	return ""
 }

@@ -2,11 +2,23 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"path"
 	"strings"
 	"time"
 )
 
+// compatOptions are sshfs's and libfuse's options. Those whose help starts
+// with "Ignored" have no effect, and the mount says so on stderr.
 func compatOptions() []Option {
+	opts := compatDecls()
+	for i := range opts {
+		opts[i].NoEffect = strings.HasPrefix(opts[i].Help, "Ignored")
+	}
+	return opts
+}
+
+func compatDecls() []Option {
 	s := SecCompat
 	return []Option{
 		enumOpt("dir_cache", "yes", []string{"yes", "no"}, s,
@@ -32,16 +44,34 @@ func compatOptions() []Option {
 		ignored("sshfs_sync", s, "Ignored: writes are sent without waiting for each reply; a write error is reported no later than the next fsync, flush or close of the file."),
 		ignored("no_readahead", s, "Ignored: sshfsm reads only what the kernel asks for (including the kernel's own readahead)."),
 		ignored("sync_readdir", s, "Ignored."),
-		ignored("delay_connect", s, "Ignored: sshfsm always connects before mounting, so that errors are reported by the mount command."),
+		ignored("delay_connect", s, "Ignored: sshfsm always connects before mounting, so that errors are reported by the mount command; a branch unreachable then is retried in the background when another one answers."),
 		ignored("no_check_root", s, "Ignored: the remote directory is always checked before mounting."),
 		ignored("auto_cache", s, "Ignored."),
 		ignored("noauto_cache", s, "Ignored."),
-		ignored("auto_unmount", s, "Ignored: sshfsm unmounts when it gets SIGINT or SIGTERM, but not when killed with SIGKILL."),
+		flagOpt("auto_unmount", s, "Unmount when sshfsm ends, even killed (SIGKILL, the OOM killer), instead of leaving \"Transport endpoint is not connected\": as with libfuse, fusermount3 mounts and stays behind to unmount. Without it, sshfsm unmounts when it gets SIGINT or SIGTERM.",
+			func(c *Config) { c.FUSE.AutoUnmount = true }),
 		flagOpt("disable_hardlink", s, "link(2) fails with EPERM, as on a file system without hard links (sshfs: for servers whose hard links misbehave). Without it, hard links are made with the hardlink@openssh.com extension when the server offers it.",
 			func(c *Config) { c.FUSE.DisableHardlink = true }),
-		withAliases(ignored("noforget", s, "Ignored (libfuse): sshfsm keeps inode numbers stable by itself."), "no_rofd_flush"),
+		ignored("noforget", s, "Ignored (libfuse): sshfsm keeps inode numbers stable by itself."),
+		ignored("no_rofd_flush", s, "Ignored (libfuse): the flush of a file opened read-only asks nothing of the server anyway."),
 		secondsOpt("remember", "", s, false, "Ignored (libfuse).", func(*Config, time.Duration) {}),
 		withAliases(unsupported("slave", s, "Not supported: sshfsm starts ssh itself."), "passive"),
+		flagOpt("sshfs_verbose", s, "Same as -v.", func(c *Config) { c.Verbose = true }),
+		intOpt("max_read", "BYTES", "", s, 1, 1<<31-1,
+			"Ignored (libfuse): the kernel's reads are at most max_write bytes.", func(*Config, int) {}),
+		secondsOpt("ac_attr_timeout", "", s, false,
+			"Ignored (libfuse, with auto_cache): every open checks the size and mtime of the file (see cache=).",
+			func(*Config, time.Duration) {}),
+		stringOpt("modules", "subdir", "", s,
+			"libfuse's stacked modules: subdir, with subdir=DIR, is honoured; iconv is not supported (names are shown as the server stores them: convert them there, e.g. with convmv).",
+			func(_ *Config, v string) error { return checkModules(v) }),
+		stringOpt("subdir", "DIR", "", s,
+			"Mount DIR below each branch's directory instead of it (libfuse's modules=subdir,subdir=DIR); a leading / is ignored, as libfuse's subdir is always below.",
+			func(c *Config, v string) error { c.Subdir = v; return nil }),
+		withAliases(unsupportedValue("from_code", s, "Not supported: it goes with modules=iconv, which sshfsm does not have."), "to_code"),
+		foldOpt(stringOpt("Cipher", "NAME", "", s,
+			"Ignored: the cipher of SSH protocol 1, which ssh no longer speaks; give Ciphers=LIST.",
+			func(*Config, string) error { return nil })),
 		withAliases(ignored("nonempty", s, "Ignored (FUSE 2): mounting over a non-empty directory is always allowed."),
 			"big_writes", "large_read", "hard_remove", "use_ino", "readdir_ino"),
 	}
@@ -51,9 +81,53 @@ func compatOptions() []Option {
 // starting with "Not supported: ", is the error message.
 func unsupported(name string, sec Section, help string) Option {
 	return Option{Name: name, Section: sec, Help: help,
-		apply: func(*Config, string) error {
-			return errors.New(strings.ToLower(help[:1]) + strings.TrimSuffix(help[1:], "."))
-		}}
+		apply: func(*Config, string) error { return helpError(help) }}
+}
+
+// unsupportedValue is unsupported for an option written name=VALUE.
+func unsupportedValue(name string, sec Section, help string) Option {
+	o := unsupported(name, sec, help)
+	o.Arg = "VALUE"
+	return o
+}
+
+func helpError(help string) error {
+	return errors.New(strings.ToLower(help[:1]) + strings.TrimSuffix(help[1:], "."))
+}
+
+func foldOpt(o Option) Option { o.Fold = true; return o }
+
+// checkModules accepts the libfuse modules sshfsm has: subdir.
+func checkModules(list string) error {
+	for _, m := range strings.Split(list, ":") {
+		switch m {
+		case "subdir":
+		case "iconv":
+			return errors.New("iconv is not supported: names are shown as the server stores them (convert them there, e.g. with convmv)")
+		default:
+			return fmt.Errorf("unknown module %q (sshfsm has subdir)", m)
+		}
+	}
+	return nil
+}
+
+// applySubdir moves every branch to subdir= below its directory: libfuse's
+// subdir module prefixes every path, so the subdirectory is below the
+// mounted one even when written with a leading '/'.
+func applySubdir(c *Config) {
+	sub := strings.Trim(c.Subdir, "/")
+	if sub == "" {
+		return
+	}
+	for i := range c.Branches {
+		b := &c.Branches[i]
+		switch {
+		case b.Dir == "":
+			b.Dir = path.Clean(sub)
+		default:
+			b.Dir = path.Join(b.Dir, sub)
+		}
+	}
 }
 
 func noiseOptions() []Option {

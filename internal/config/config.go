@@ -40,6 +40,14 @@ type Config struct {
 	File       string // the config file read (--config), absolute; "" for none
 	Foreground bool
 	Debug      bool
+	Verbose    bool   // -v, sshfs_verbose: log state changes, not only warnings
+	LogFile    string // log=: where the log goes instead of syslog or stderr
+	// NoEffect are the options given that are accepted but ignored, in
+	// order, for the warning at mount.
+	NoEffect []NoEffect
+	// Subdir (subdir=, libfuse's subdir module) is a directory below each
+	// branch's directory, mounted instead of it.
+	Subdir     string
 	RequireAll bool // require_all: every branch must be reachable to mount
 	Watch      bool // watch=auto|yes|writes: changes made on the servers are pushed to the mount
 	// WatchWrites (watch=writes): every write and truncation is pushed,
@@ -54,6 +62,11 @@ type Config struct {
 	Cache        Cache
 	Symlinks     Symlinks
 	IDMap        IDMap
+}
+
+// NoEffect is an option given that has no effect, and why.
+type NoEffect struct {
+	Name, Why string
 }
 
 // Union configures how union branches share the mount's root.
@@ -160,6 +173,8 @@ type FUSE struct {
 	DirectIO    bool
 	MaxWrite    int
 	Xattr       bool
+	// AutoUnmount: unmount when the daemon ends, even killed (auto_unmount).
+	AutoUnmount bool
 	// DisableHardlink makes link(2) fail with EPERM (disable_hardlink).
 	DisableHardlink bool
 }

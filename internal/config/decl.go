@@ -53,7 +53,7 @@ func (s Section) Intro() string {
 			"e.g. -o IdentityFile=~/.ssh/id_ed25519 or -o ProxyJump=gateway."
 	case SecCompat:
 		return "Options sshfs users type, accepted so that existing command lines and fstab " +
-			"entries keep working. Where an option is marked ignored, it has no effect."
+			"entries keep working. Where an option is marked ignored, it has no effect, and the mount says so on stderr."
 	case SecNoise:
 		return "Options that mount(8) and fstab pass along; accepted and ignored."
 	}
@@ -75,8 +75,11 @@ type Option struct {
 	Prefix bool
 	// Not is the flag that undoes this one (ro and rw), for "name = false"
 	// in a config file.
-	Not   string
-	apply func(c *Config, val string) error
+	Not string
+	// NoEffect: accepted (sshfs, libfuse) but without effect; the mount
+	// says so on stderr. Set for the options whose help starts "Ignored".
+	NoEffect bool
+	apply    func(c *Config, val string) error
 }
 
 // HasValue reports whether the option takes =value.

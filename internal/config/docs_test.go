@@ -10,16 +10,24 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/sshfsm.1 and docs/options.md")
+var update = flag.Bool("update", false, "rewrite docs/sshfsm.1, docs/options.md and docs/sshfs-compat.md")
 
 func repoFile(name string) string { return filepath.Join("..", "..", name) }
 
 // TestDocs checks that the committed man page and option reference are the
 // generator's output; -update rewrites them.
 func TestDocs(t *testing.T) {
+	compat, err := SshfsCompatDoc()
+	if err != nil {
+		t.Errorf("sshfs options neither accepted nor refused with a reason: %v", err)
+	}
 	for _, doc := range []struct{ path, want string }{
 		{"docs/sshfsm.1", ManPage()},
 		{"docs/options.md", OptionsDoc()},
+		{"docs/sshfs-compat.md", compat},
+		{"docs/completions/sshfsm.bash", BashCompletion()},
+		{"docs/completions/_sshfsm", ZshCompletion()},
+		{"docs/completions/sshfsm.fish", FishCompletion()},
 	} {
 		path := repoFile(doc.path)
 		if *update {

@@ -61,6 +61,9 @@ func (d *decoder) option(v fval, name string) error {
 	if err != nil {
 		return d.errAt(v.path, "%v", err)
 	}
+	if declared && o.NoEffect {
+		d.c.NoEffect = append(d.c.NoEffect, NoEffect{Name: name, Why: o.Help})
+	}
 	switch {
 	case o.Prefix:
 		return nil
@@ -82,6 +85,8 @@ func (d *decoder) option(v fval, name string) error {
 func (d *decoder) flag(v fval, o Option, on bool) error {
 	var err error
 	switch {
+	case on && o.NoEffect:
+		d.c.NoEffect = append(d.c.NoEffect, NoEffect{Name: o.Name, Why: o.Help})
 	case on:
 		err = o.apply(d.c, "")
 	case o.Not != "":

@@ -91,7 +91,8 @@ func mountOptions() []Option {
 			"Implies default_permissions: the kernel checks every access, yours too, against the modes and owners shown, "+
 			"so show your remote files as yours (idmap=user, or uid= and gid=).",
 			func(c *Config) { c.FUSE.AllowOther = true }),
-		flagOpt("allow_root", s, "Allow root, besides the mounting user, to access the mount.",
+		flagOpt("allow_root", s, "Allow root, besides the mounting user, to access the mount; other users get EACCES (Permission denied). "+
+			"As with libfuse, the kernel is told allow_other (so it needs user_allow_other in /etc/fuse.conf unless root) and sshfsm turns the other users away.",
 			func(c *Config) { c.FUSE.AllowRoot = true }),
 		withNot(flagOpt("default_permissions", s, "Let the kernel check permissions from the file modes before asking the server (implied by allow_other).",
 			func(c *Config) { c.FUSE.DefaultPermissions, c.FUSE.NoDefaultPermissions = true, false }), "nodefault_permissions"),
@@ -113,7 +114,7 @@ func mountOptions() []Option {
 			func(c *Config, n uint32) { c.FUSE.UID = &n }),
 		idOpt("gid", s, "Show every file as owned by group id N.",
 			func(c *Config, n uint32) { c.FUSE.GID = &n }),
-		octalOpt("umask", s, "Clear these permission bits (octal) of every file shown.",
+		octalOpt("umask", s, "Show every file with the permissions 0777 less these bits (octal), whatever the server stores, as sshfs and libfuse do: umask=022 shows rwxr-xr-x everywhere.",
 			func(c *Config, n uint32) { c.FUSE.Umask = &n }),
 		stringOpt("fsname", "NAME", "", s, "Name of the filesystem in mount tables (default: user@host:dir, as given).",
 			func(c *Config, v string) error { c.FUSE.FsName = v; return nil }),
@@ -127,8 +128,12 @@ func mountOptions() []Option {
 			func(c *Config) { c.FUSE.Xattr = true }),
 		intOpt("max_write", "BYTES", "1048576", s, 4096, 1<<20, "Largest write the kernel sends in one request.",
 			func(c *Config, n int) { c.FUSE.MaxWrite = n }),
-		flagOpt("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
-			func(c *Config) { c.Debug = true; c.Foreground = true }),
+		stringOpt("log", "FILE", "", s,
+			"Append the log to FILE instead of syslog (in the background; nowhere without /dev/log) or stderr (with -f or -d). "+
+				"Once mounted, it holds warnings, errors and state changes: hosts going down and up, reconnections; sshfsm status says where it goes.",
+			func(c *Config, v string) error { c.LogFile = v; return nil }),
+		withAliases(flagOpt("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
+			func(c *Config) { c.Debug = true; c.Foreground = true }), "sshfs_debug"),
 	}, atimeOptions()...)
 }
 

@@ -14,7 +14,8 @@ func OptionsDoc() string {
 	b.WriteString("# sshfsm options\n\n")
 	b.WriteString("<!-- Generated from internal/config; regenerate with: go test ./internal/config -run TestDocs -update -->\n\n")
 	b.WriteString("The reference of everything sshfsm accepts, generated from the declarations the parser uses, " +
-		"as are `sshfsm --help` and the manual page ([sshfsm.1](sshfsm.1), `sshfsm --man`).\n\n")
+		"as are `sshfsm --help` and the manual page ([sshfsm.1](sshfsm.1), `sshfsm --man`). " +
+		"How each option of sshfs is taken: [sshfs-compat.md](sshfs-compat.md).\n\n")
 	fmt.Fprintf(&b, "Usage: `%s`, or `%s`\n\n", usageLine, configUsageLine)
 	writeSwitchesDoc(&b)
 	writeOptionsDoc(&b)

@@ -32,8 +32,13 @@ func Switches() []Switch {
 			apply: func(c *Config, _ string) error { c.Foreground = true; return nil }},
 		{Names: []string{"-d", "--debug"}, Help: "Log every request to stderr; implies -f. Same as -o debug.",
 			apply: func(c *Config, _ string) error { return applyOne(c, "debug") }},
-		{Names: []string{"-s"}, Help: "Ignored (sshfs: single-threaded).",
-			apply: func(*Config, string) error { return nil }},
+		{Names: []string{"-v", "--verbose"}, Help: "Log connections, reconnections and hosts going down and up besides warnings; same as -o sshfs_verbose.",
+			apply: func(c *Config, _ string) error { c.Verbose = true; return nil }},
+		{Names: []string{"-s"}, Help: "Ignored (sshfs: single-threaded): sshfsm serves requests concurrently.",
+			apply: func(c *Config, _ string) error {
+				c.NoEffect = append(c.NoEffect, NoEffect{Name: "-s", Why: "Ignored (sshfs: single-threaded): sshfsm serves requests concurrently."})
+				return nil
+			}},
 		{Names: []string{"-h", "--help"}, Help: "Print this help and exit.",
 			apply: setAction(ActionHelp)},
 		{Names: []string{"-V", "--version"}, Help: "Print the version and exit.",
@@ -105,6 +110,7 @@ func Parse(args []string) (*Config, error) {
 	if err := validate(c); err != nil {
 		return nil, err
 	}
+	applySubdir(c)
 	implyDefaultPermissions(c)
 	return c, nil
 }
@@ -258,6 +264,9 @@ func applyDeclared(c *Config, o Option, name, val string, hasVal bool) error {
 		return Errorf(ExitUsage, "option %s needs a value (-o %s)", name, o.Usage())
 	case !o.HasValue() && hasVal:
 		return Errorf(ExitUsage, "option %s takes no value", name)
+	}
+	if o.NoEffect {
+		c.NoEffect = append(c.NoEffect, NoEffect{Name: name, Why: o.Help})
 	}
 	if err := o.apply(c, val); err != nil && !o.HasValue() {
 		return Errorf(ExitUsage, "option %s: %v", name, err)

@@ -35,7 +35,8 @@ type Mount struct {
 	Program       string    `json:"program"` // sshfsm version of the daemon
 	Started       time.Time `json:"started"`
 	UptimeSeconds float64   `json:"uptime_seconds"`
-	Options       []string  `json:"options"` // the settings that shape behaviour, as -o would write them
+	Options       []string  `json:"options"`       // the settings that shape behaviour, as -o would write them
+	Log           string    `json:"log,omitempty"` // where the daemon logs: syslog, a file, stderr
 }
 
 // Branch kinds.

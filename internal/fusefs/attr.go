@@ -18,7 +18,9 @@ func (f *filesys) fillAttr(out *fuse.Attr, a remote.Attr) {
 		mode |= syscall.S_IFREG
 	}
 	if f.opts.Umask != nil {
-		mode &^= *f.opts.Umask & 07777
+		// As libfuse's umask=, which sshfs users know: the permissions
+		// shown are 0777 less the mask, whatever the server stores.
+		mode = mode&syscall.S_IFMT | 0o777&^*f.opts.Umask
 	}
 	out.Mode = mode
 	out.Size = kernelSize(a.Size)

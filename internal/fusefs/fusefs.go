@@ -78,6 +78,10 @@ type MountOptions struct {
 	FsName, Subtype                                  string
 	AllowOther, AllowRoot, DefaultPermissions, Debug bool
 	MaxWrite                                         int
+	// AutoUnmount leaves fusermount3 behind to unmount when the process
+	// ends, however it ends (autounmount.go). Unmount then with Unmount,
+	// not the server's.
+	AutoUnmount bool
 	// Flags are mount(8)'s generic flags (noexec, noatime...) in the
 	// order given; the last of a pair wins. nosuid and nodev are always on.
 	Flags []string
@@ -139,7 +143,20 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	fsys := newFilesys(ns, o)
 	fsys.startPersist()
 	fo := fsys.fsOptions(mo)
-	server, err := mountWithReaders(mountpoint, fsys.rawFS(fo), &fo.MountOptions)
+	raw := fsys.rawFS(fo)
+	if mo.AllowRoot {
+		raw = ownerOrRoot{RawFileSystem: raw, owner: uint32(os.Getuid())}
+	}
+	at := mountpoint
+	if mo.AutoUnmount {
+		fo.MountOptions.DirectMount = false
+		var err error
+		if at, err = autoUnmount(mountpoint, &fo.MountOptions); err != nil {
+			fsys.dirs.Close()
+			return nil, err
+		}
+	}
+	server, err := mountWithReaders(at, raw, &fo.MountOptions)
 	if err != nil {
 		fsys.dirs.Close()
 		return nil, err
@@ -224,9 +241,6 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 		maxWrite = defaultMaxWrite
 	}
 	var opts []string
-	if mo.AllowRoot {
-		opts = append(opts, "allow_root")
-	}
 	if mo.DefaultPermissions {
 		opts = append(opts, "default_permissions")
 	}
@@ -238,7 +252,9 @@ func (f *filesys) fsOptions(mo MountOptions) *fs.Options {
 	entry, attr, neg := f.opts.EntryTimeout, f.opts.AttrTimeout, f.opts.NegativeTimeout
 	return &fs.Options{
 		MountOptions: fuse.MountOptions{
-			AllowOther:       mo.AllowOther,
+			// allow_root is allow_other for the kernel, and ownerOrRoot
+			// in the daemon (Mount).
+			AllowOther:       mo.AllowOther || mo.AllowRoot,
 			Options:          opts,
 			FsName:           mo.FsName,
 			Name:             mo.Subtype,

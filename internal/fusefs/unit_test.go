@@ -111,6 +111,10 @@ func TestFillAttr(t *testing.T) {
 		{"idmap", Options{IDMap: fakeMap{}}, remote.Attr{Mode: 0o644, UID: 1, GID: 1}, 1001, 2001, syscall.S_IFREG | 0o644},
 		{"idmap unmapped", Options{IDMap: fakeMap{}}, remote.Attr{Mode: 0o644, UID: 5, GID: 5}, 5, 5, syscall.S_IFREG | 0o644},
 		{"uid gid umask", Options{UID: &u, GID: &g, Umask: &m, IDMap: fakeMap{}}, remote.Attr{Mode: syscall.S_IFDIR | 0o777, UID: 1, GID: 1}, 7, 8, syscall.S_IFDIR | 0o750},
+		// umask= replaces the permissions, as libfuse's: 0777 less the mask.
+		{"umask widens", Options{Umask: &m}, remote.Attr{Mode: syscall.S_IFREG | 0o600}, 0, 0, syscall.S_IFREG | 0o750},
+		{"umask drops setuid", Options{Umask: &m}, remote.Attr{Mode: syscall.S_IFREG | syscall.S_ISUID | 0o755}, 0, 0, syscall.S_IFREG | 0o750},
+		{"umask of a link", Options{Umask: &m}, remote.Attr{Mode: syscall.S_IFLNK | 0o777}, 0, 0, syscall.S_IFLNK | 0o750},
 	}
 	for _, c := range cases {
 		f := &filesys{opts: c.o}
