@@ -66,6 +66,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		go n.fsys.closeRemote(f)
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	ino := n.added(ctx, dir, name, p, a, out)
 	child := ino.Operations().(*node)
 	h := child.newHandle(f, flags)
@@ -87,6 +88,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	// A new directory is empty: lookups in it need no listing.
 	n.fsys.dirs.Put(p, nil)
 	return n.added(ctx, dir, name, p, a, out), 0
@@ -107,6 +109,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	return n.added(ctx, dir, name, p, a, out), 0
 }
 

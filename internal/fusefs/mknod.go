@@ -43,6 +43,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	return n.added(ctx, dir, name, p, a, out), 0
 }
 
@@ -61,5 +62,6 @@ func (n *node) mknodRegular(ctx context.Context, dir, name, p string, mode uint3
 	if err := f.Close(ctx); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	return n.added(ctx, dir, name, p, a, out), 0
 }

@@ -39,3 +39,47 @@ func mknodIn(ctx context.Context, r remote.Remote, p string, mode, dev uint32) e
 	}
 	return nm.Mknod(ctx, p, mode, dev)
 }
+
+var (
+	_ remote.LinkAttrSetter = single{}
+	_ remote.LinkAttrSetter = (*union)(nil)
+	_ remote.LinkAttrSetter = (*graft)(nil)
+)
+
+func (s single) SetLinkAttr(ctx context.Context, p string, a remote.SetAttr) error {
+	return setLinkAttrIn(ctx, s.Remote, p, a)
+}
+
+// SetLinkAttr changes the winning copy's link, as SetAttr.
+func (u *union) SetLinkAttr(ctx context.Context, p string, a remote.SetAttr) error {
+	w, _, err := u.find(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := u.writable(w, "setattr", p, true); err != nil {
+		return err
+	}
+	defer u.layouts.drop(p, false)
+	return setLinkAttrIn(ctx, u.br[w].Remote, p, a)
+}
+
+// SetLinkAttr changes a link of the base or of a graft; the root and the
+// grafts themselves are directories.
+func (g *graft) SetLinkAttr(ctx context.Context, p string, a remote.SetAttr) error {
+	if p == "" || g.isGraft(p) {
+		return remote.ErrNoLinkAttr
+	}
+	ns, rest, err := g.at("setattr", p)
+	if err != nil {
+		return err
+	}
+	return setLinkAttrIn(ctx, ns, rest, a)
+}
+
+func setLinkAttrIn(ctx context.Context, r remote.Remote, p string, a remote.SetAttr) error {
+	ls, ok := r.(remote.LinkAttrSetter)
+	if !ok {
+		return remote.ErrNoLinkAttr
+	}
+	return ls.SetLinkAttr(ctx, p, a)
+}

@@ -31,3 +31,16 @@ func (s *Set) Mknod(ctx context.Context, p string, mode, dev uint32) error {
 
 // fmtMask is S_IFMT, the file type bits of a mode.
 const fmtMask = 0o170000
+
+var _ remote.LinkAttrSetter = (*Set)(nil)
+
+// SetLinkAttr is idempotent, as SetAttr: a re-send needs no reading.
+func (s *Set) SetLinkAttr(ctx context.Context, p string, a remote.SetAttr) error {
+	return s.write(ctx, "setlinkattr", p, func(ctx context.Context, m *member, _ bool) error {
+		ls, ok := m.r.(remote.LinkAttrSetter)
+		if !ok {
+			return remote.ErrNoLinkAttr
+		}
+		return ls.SetLinkAttr(ctx, p, a)
+	})
+}
