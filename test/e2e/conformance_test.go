@@ -608,3 +608,55 @@ var mountDifferences = map[string]struct{ why, mount string }{
 		"op=ok ctime-now=false op=ok ctime-now=false op=ok ctime-now=false op=ok ctime-now=false",
 	},
 }
+
+// TestSpecialFilesWithoutCommands checks what a server that runs no
+// commands (ForceCommand internal-sftp) answers for what only a command
+// can do: a FIFO, a device node or a socket cannot be made (EPERM), a
+// symlink's own owner and times cannot be changed (EOPNOTSUPP), and the
+// rest of the mount keeps working.
+func TestSpecialFilesWithoutCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("device nodes and chown need root")
+	}
+	h, err := testenv.Start(testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	m := mount(t, h, mountSpec{opts: []string{"default_permissions"}})
+	if err := unix.Mkfifo(m.Path("fifo"), 0o600); err != unix.EPERM {
+		t.Errorf("mkfifo = %v, want EPERM", err)
+	}
+	if err := unix.Mknod(m.Path("char"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != unix.EPERM {
+		t.Errorf("mknod = %v, want EPERM", err)
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: m.Path("sock")}); err != unix.EPERM {
+		t.Errorf("bind = %v, want EPERM", err)
+	}
+	if err := os.WriteFile(m.Path("target"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target", m.Path("link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Lchown(m.Path("link"), 123, 456); err != unix.EOPNOTSUPP {
+		t.Errorf("lchown = %v, want EOPNOTSUPP", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(m.Path("target"), &st); err != nil || st.Uid != 0 {
+		t.Errorf("the target's owner is %d (%v); lchown must not change it", st.Uid, err)
+	}
+	for _, name := range []string{"fifo", "char", "sock"} {
+		if err := unix.Lstat(m.Path(name), &st); err != unix.ENOENT {
+			t.Errorf("lstat %s = %v, want ENOENT", name, err)
+		}
+	}
+	if data, err := os.ReadFile(m.Path("link")); err != nil || string(data) != "x" {
+		t.Errorf("reading through the link = %q, %v", data, err)
+	}
+}
