@@ -207,6 +207,7 @@ func fsOptions(cfg *config.Config, ids fusefs.IDMapper, log *slog.Logger) fusefs
 		DirectIO:          cfg.FUSE.DirectIO,
 		Xattr:             cfg.FUSE.Xattr,
 		DisableHardlink:   cfg.FUSE.DisableHardlink,
+		OwnNewFiles:       cfg.FUSE.AllowOther,
 		ReadOnly:          cfg.FUSE.ReadOnly,
 		UID:               cfg.FUSE.UID,
 		GID:               cfg.FUSE.GID,

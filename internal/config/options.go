@@ -89,7 +89,8 @@ func mountOptions() []Option {
 	return append([]Option{
 		flagOpt("allow_other", s, "Allow other users to access the mount (needs user_allow_other in /etc/fuse.conf unless root). "+
 			"Implies default_permissions: the kernel checks every access, yours too, against the modes and owners shown, "+
-			"so show your remote files as yours (idmap=user, or uid= and gid=).",
+			"so show your remote files as yours (idmap=user, or uid= and gid=). "+
+			"Where the server's account is root, a new file gets the uid and gid of the local user who made it, as on a local disk.",
 			func(c *Config) { c.FUSE.AllowOther = true }),
 		flagOpt("allow_root", s, "Allow root, besides the mounting user, to access the mount; other users get EACCES (Permission denied). "+
 			"As with libfuse, the kernel is told allow_other (so it needs user_allow_other in /etc/fuse.conf unless root) and sshfsm turns the other users away.",

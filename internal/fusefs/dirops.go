@@ -66,6 +66,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		go n.fsys.closeRemote(f)
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	ino := n.added(ctx, dir, name, p, a, out)
 	child := ino.Operations().(*node)
 	h := child.newHandle(f, flags)
@@ -87,35 +88,9 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	// A new directory is empty: lookups in it need no listing.
 	n.fsys.dirs.Put(p, nil)
-	return n.added(ctx, dir, name, p, a, out), 0
-}
-
-// Mknod creates regular files only; SFTP has no other node types.
-func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
-	defer req.End()
-	dir, p, errno := n.prepare(name)
-	if errno != 0 {
-		return nil, errno
-	}
-	if t := mode & syscall.S_IFMT; t != 0 && t != syscall.S_IFREG {
-		return nil, syscall.EPERM
-	}
-	f, err := n.fsys.ns.Open(ctx, p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode&07777)
-	if err != nil {
-		return nil, n.fsys.toErrno(err)
-	}
-	ctx = afterChange(ctx)
-	a, err := createdAttr(ctx, f)
-	if err != nil {
-		go n.fsys.closeRemote(f)
-		return nil, n.fsys.toErrno(err)
-	}
-	if err := f.Close(ctx); err != nil {
-		return nil, n.fsys.toErrno(err)
-	}
 	return n.added(ctx, dir, name, p, a, out), 0
 }
 
@@ -134,6 +109,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	n.ownByCaller(ctx, p, &a)
 	return n.added(ctx, dir, name, p, a, out), 0
 }
 

@@ -68,6 +68,9 @@ type Options struct {
 	Xattr bool
 	// DisableHardlink makes Link fail with EPERM without asking a server.
 	DisableHardlink bool
+	// OwnNewFiles gives new files their creator's owner where the server
+	// can (owner.go): for mounts that several local users share.
+	OwnNewFiles bool
 
 	// inoHash replaces hashIno, for tests that make paths collide.
 	inoHash func(string) uint64

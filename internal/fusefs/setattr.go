@@ -16,8 +16,8 @@ import (
 // writes. SFTP sets owner and group together, and both times together:
 // a missing half is filled in from the current attributes.
 //
-// Symlinks: SFTP's setstat follows them, so changing a link's own
-// attributes would change its target's; it fails with EOPNOTSUPP.
+// Symlinks: SFTP's setstat follows them, so a link's own owner and times
+// are changed otherwise (setLinkAttr).
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	ctx, req := interrupt.Filter(ctx, n.fsys)
 	defer req.End()
@@ -25,7 +25,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		return errno
 	}
 	if n.StableAttr().Mode == syscall.S_IFLNK {
-		return syscall.EOPNOTSUPP
+		return n.setLinkAttr(ctx, in, out)
 	}
 	h := handleOf(fh)
 	p, linked := n.path()

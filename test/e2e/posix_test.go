@@ -31,11 +31,6 @@ var sftpLimits = map[string]struct {
 		"SFTP OPEN takes a path and has no O_NOFOLLOW: the server follows a symlink swapped in after LOOKUP",
 		checkOpenSymlink,
 	},
-	"SetattrSymlink": {
-		"SFTP SETSTAT follows symlinks; only OpenSSH's lsetstat@openssh.com extension could change " +
-			"a link's own times, and github.com/pkg/sftp's client does not send it",
-		checkSymlinkTimes,
-	},
 	"Tmpfile": {
 		"SFTP cannot create a file without a name",
 		func(t *testing.T, dir string) {
@@ -101,28 +96,6 @@ func checkOpenSymlink(t *testing.T, dir string) {
 	got, err := os.ReadFile(filepath.Join(dir, "link"))
 	if err != nil || string(got) != "target" {
 		t.Fatalf("reading through the symlink = %q, %v; want the target's content", got, err)
-	}
-}
-
-func checkSymlinkTimes(t *testing.T, dir string) {
-	target, link := filepath.Join(dir, "target"), filepath.Join(dir, "link")
-	if err := os.WriteFile(target, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.Stat(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("target", link); err != nil {
-		t.Fatal(err)
-	}
-	tv := []unix.Timeval{{Sec: 42}, {Sec: 43}}
-	if err := unix.Lutimes(link, tv); err != unix.EOPNOTSUPP {
-		t.Fatalf("lutimes on a symlink = %v, want EOPNOTSUPP", err)
-	}
-	after, err := os.Stat(target)
-	if err != nil || !after.ModTime().Equal(before.ModTime()) {
-		t.Fatalf("target mtime %v -> %v (%v); lutimes on the link must not change it", before.ModTime(), after.ModTime(), err)
 	}
 }
 
