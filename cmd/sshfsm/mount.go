@@ -20,6 +20,7 @@ import (
 	"sshfsm/internal/control"
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/idmap"
+	"sshfsm/internal/inflight"
 	"sshfsm/internal/transport"
 )
 
@@ -32,6 +33,7 @@ type mounted struct {
 	dirs       *cache.Dirs         // the listing cache, for its counters
 	content    *contentcache.Cache // the disk cache of contents; nil without
 	status     *control.Server     // answers sshfsm status; nil without
+	requests   *inflight.Table     // the FUSE requests being answered
 	// early is a stop signal that arrived as the mount became ready: serve
 	// stops at once, as for any later signal.
 	early os.Signal
@@ -88,13 +90,15 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	id := resolvedIdentity(cfg, sshDestinations(ctx, cfg, log))
 	persistListings(cfg, &fo, id, log)
 	fo.Content, fo.ContentID = openContentCache(cfg, log), id
+	fo.Requests = &inflight.Table{}
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
 		closeContent(fo.Content, log)
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
-	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content}
+	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
+		requests: fo.Requests}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.close()

@@ -186,6 +186,9 @@ func writeStatus(w io.Writer, st *control.Status) {
 	if st.Meta != nil {
 		fmt.Fprintf(w, "  metadata %s\n", printable(metaLine(*st.Meta)))
 	}
+	if r := st.Requests; r != nil {
+		fmt.Fprintf(w, "  requests %s\n", printable(requestAgeLine(*r)))
+	}
 	if d := st.Disk; d != nil {
 		fmt.Fprintf(w, "  disk     %s in %d files (%s), hits %s of %s read (%s)\n", humanBytes(uint64(d.Bytes)), d.Entries, printable(d.Dir),
 			humanBytes(uint64(d.HitBytes)), humanBytes(uint64(d.HitBytes+d.MissBytes)), percent(d.HitRatio))
@@ -220,6 +223,16 @@ func writeStatus(w io.Writer, st *control.Status) {
 			}
 		}
 	}
+}
+
+// requestAgeLine says how many requests of the kernel the daemon is
+// answering and how old the oldest is.
+func requestAgeLine(r control.Requests) string {
+	if r.InFlight == 0 {
+		return "none in flight"
+	}
+	return fmt.Sprintf("%d in flight, oldest %s (%s)", r.InFlight,
+		duration(time.Duration(r.OldestSeconds*float64(time.Second))), r.OldestKind)
 }
 
 // watchLine says whether changes made on the host are pushed, and why not;

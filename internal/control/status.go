@@ -13,6 +13,20 @@ type Status struct {
 	Meta     *Meta    `json:"metadata,omitempty"` // absent when listings are not kept across mounts
 	// Disk is the disk cache of file contents; absent when it is off.
 	Disk *Disk `json:"disk,omitempty"`
+	// Requests are the file system requests the mount is answering;
+	// absent from a daemon that does not track them.
+	Requests *Requests `json:"requests,omitempty"`
+}
+
+// Requests describes the requests of the kernel (for the programs using
+// the mount) that the daemon is answering. A request much older than
+// the timeout option is a hang.
+type Requests struct {
+	InFlight int `json:"in_flight"`
+	// OldestSeconds is the age of the oldest request; 0 when none.
+	OldestSeconds float64 `json:"oldest_seconds"`
+	// OldestKind is its FUSE operation (READ, FLUSH, LOOKUP...).
+	OldestKind string `json:"oldest_kind,omitempty"`
 }
 
 // Disk describes the disk cache of file contents, shared by the mounts

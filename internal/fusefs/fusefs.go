@@ -16,6 +16,7 @@ import (
 
 	"sshfsm/internal/cache"
 	"sshfsm/internal/contentcache"
+	"sshfsm/internal/inflight"
 	"sshfsm/internal/namespace"
 )
 
@@ -68,6 +69,9 @@ type Options struct {
 	Xattr bool
 	// DisableHardlink makes Link fail with EPERM without asking a server.
 	DisableHardlink bool
+	// Requests, when set, records every FUSE request in flight and when
+	// it began (tracked.go); kinds are named by RequestKind.
+	Requests *inflight.Table
 
 	// inoHash replaces hashIno, for tests that make paths collide.
 	inoHash func(string) uint64
