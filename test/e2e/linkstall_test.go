@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/control"
+	"sshfsm/internal/fsx"
+	"sshfsm/internal/netproxy"
+	"sshfsm/internal/testenv"
+)
+
+// stallTimeout is the timeout option of the stall runs: short, so that
+// stalls past it keep the run short, yet several times what a reconnect
+// through a reset link takes on a loaded machine.
+const stallTimeout = 6 * time.Second
+
+// TestFsxLinkStallsAndResets runs fsx on a single-host mount whose TCP
+// link, every few operations, is either cut (every connection closed;
+// new ones go through at once) or stalled for 1-3 s (connections stay
+// open, nothing moves, as on a lost link) while fsx goes on, and once
+// per seed stalled for longer than the timeout. The proxy holds little
+// data while stalled, so that writes into the link block as they do when
+// a socket's buffer is full. Throughout, a watchdog fails the test if the
+// daemon keeps any request longer than the timeout allows.
+//
+// Acknowledged writes must survive every cut and stall (as in
+// TestFsxLinkResets). fsx takes every error as a failure, and an error is
+// what a request caught by a stall longer than the timeout must get: the
+// long stall therefore comes between operations, once nothing is in
+// flight, and a request of its own (a read of a file never read before)
+// must fail during it with ETIMEDOUT, EIO or ENOTCONN, within the
+// watchdog's limit.
+func TestFsxLinkStallsAndResets(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.4")
+	const probes = 8
+	for i := range probes {
+		if err := os.MkdirAll(filepath.Join(h.Dir, "probes", fmt.Sprint(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeServerFile(t, filepath.Join(h.Dir, "probes", fmt.Sprint(i), "data"), 64<<10, uint64(i))
+	}
+	p, sshArgs, dest := proxied(t, h, netproxy.Options{MaxQueued: 64 << 10})
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest,
+		opts: []string{fmt.Sprintf("timeout=%g", stallTimeout.Seconds())}})
+	wd := startWatchdog(t, m, stallTimeout)
+	st := &staller{p: p}
+	t.Cleanup(st.lift) // before the watchdog's and the mount's cleanups
+	nprobe := 0
+	for _, seed := range linkLossSeeds(t) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			dir := fmt.Sprintf("linkstall-%d", seed)
+			if err := os.Mkdir(m.Path(dir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(seed, 23))
+			const numOps = 300
+			every := 6 + int(seed%4) // an event every 6..9 operations
+			longAt := numOps/3 + rng.IntN(numOps/3)
+			cuts, stalls, longs := 0, 0, 0
+			var stalled time.Duration
+			start := time.Now()
+			err := fsx.Run(m.Path(dir), fsx.Options{
+				Seed: seed, NumOps: numOps, Kinds: linkLossKinds(t), FullCheckEvery: 25,
+				AfterOp: func(i int, _ string) {
+					st.wait() // one event at a time
+					switch {
+					case i >= longAt && longs == 0 && nprobe < probes:
+						longs++
+						stalled += st.long(t, m, nprobe, rng)
+						nprobe++
+					case i%every != every-1:
+					case rng.IntN(2) == 0:
+						cuts += p.Reset()
+					default:
+						stalls++
+						d := time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+						stalled += d
+						st.stall(d)
+					}
+				},
+				AfterFsync: func(path string, want []byte) error {
+					return serverHolds(m, path, want)
+				},
+			})
+			st.wait()
+			age, kind := wd.oldest()
+			t.Logf("seed %d: %v; %d connections cut, %d stalls of 1-3 s, %d past the timeout, %v stalled in all; oldest request so far %v (%s)",
+				seed, time.Since(start).Round(time.Millisecond), cuts, stalls, longs, stalled.Round(time.Millisecond),
+				age.Round(time.Millisecond), kind)
+			if err != nil {
+				logServerCopy(t, m, dir, err)
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// staller stalls a proxy's link for a while, in the background.
+type staller struct {
+	p      *netproxy.Proxy
+	lifted chan struct{} // closed when the current stall ends; nil if none
+}
+
+// stall stalls the link for d and returns at once.
+func (s *staller) stall(d time.Duration) {
+	s.p.Blackhole(true)
+	lifted := make(chan struct{})
+	s.lifted = lifted
+	time.AfterFunc(d, func() {
+		s.p.Blackhole(false)
+		close(lifted)
+	})
+}
+
+// wait waits until the current stall, if any, has ended.
+func (s *staller) wait() {
+	if s.lifted != nil {
+		<-s.lifted
+		s.lifted = nil
+	}
+}
+
+// lift ends any stall now.
+func (s *staller) lift() { s.p.Blackhole(false) }
+
+// long stalls the link for longer than the timeout, once nothing is in
+// flight, and checks that a request made meanwhile (reading probes/N/data,
+// never read before) fails with an error while the link is still
+// stalled. It returns how long the link was stalled.
+func (s *staller) long(t *testing.T, m *Mount, n int, rng *rand.Rand) time.Duration {
+	t.Helper()
+	testenv.Eventually(t, "nothing in flight before a long stall", func() bool {
+		st, err := (control.Client{}).Query(m.Dir)
+		return err == nil && idle(st)
+	})
+	d := stallTimeout + time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+	start := time.Now()
+	s.p.Blackhole(true)
+	defer s.p.Blackhole(false)
+	res := make(chan error, 1)
+	go func() {
+		_, err := os.ReadFile(m.Path("probes", fmt.Sprint(n), "data"))
+		res <- err
+	}()
+	var err error
+	select {
+	case err = <-res:
+	case <-time.After(testenv.Patience()):
+		// The watchdog has failed the test by now; aborting the mount
+		// releases the read.
+		testenv.AbortFUSE(m.Dir)
+		t.Fatalf("a read during a stall did not end within %v", testenv.Patience())
+	}
+	took := time.Since(start)
+	t.Logf("a read during a stall failed after %v: %v", took.Round(time.Millisecond), err)
+	if err == nil {
+		t.Errorf("a read during a stall longer than the timeout succeeded")
+	} else if !errors.Is(err, syscall.ETIMEDOUT) && !errors.Is(err, syscall.EIO) && !errors.Is(err, syscall.ENOTCONN) {
+		t.Errorf("a read during a stall failed with %v, want ETIMEDOUT, EIO or ENOTCONN", err)
+	}
+	if rest := d - time.Since(start); rest > 0 {
+		time.Sleep(rest) // the stall itself: the link stays down this long
+	}
+	return time.Since(start)
+}
+
+// idle reports whether a mount's daemon is answering no request and has
+// none in flight to its servers.
+func idle(st *control.Status) bool {
+	if st.Requests == nil || st.Requests.InFlight != 0 {
+		return false
+	}
+	for _, b := range st.Branches {
+		for _, h := range b.Hosts {
+			if h.InFlight != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
