@@ -202,8 +202,8 @@ func writeStatus(w io.Writer, st *control.Status) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "    HOST\tSTATE\tCHANNELS\tIN FLIGHT\tLATENCY\tREAD\tWRITTEN\tERRORS\tRECONNECTS")
 		for _, h := range b.Hosts {
-			fmt.Fprintf(tw, "    %s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%d\t%d\n", printable(h.Name), printable(h.State), h.ChannelsUp, h.Channels,
-				h.InFlight, latency(h.LatencyMillis), humanBytes(h.BytesRead), humanBytes(h.BytesWritten), h.Errors, h.Reconnects)
+			fmt.Fprintf(tw, "    %s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\n", printable(h.Name), printable(h.State), h.ChannelsUp, h.Channels,
+				inFlight(h), latency(h.LatencyMillis), humanBytes(h.BytesRead), humanBytes(h.BytesWritten), h.Errors, h.Reconnects)
 		}
 		tw.Flush()
 		for _, h := range b.Hosts {
@@ -223,6 +223,15 @@ func writeStatus(w io.Writer, st *control.Status) {
 			}
 		}
 	}
+}
+
+// inFlight is a host's requests in flight and, when known, how long the
+// oldest has waited.
+func inFlight(h control.Host) string {
+	if h.InFlight == 0 || h.OldestSeconds <= 0 {
+		return fmt.Sprint(h.InFlight)
+	}
+	return fmt.Sprintf("%d (%s)", h.InFlight, duration(time.Duration(h.OldestSeconds*float64(time.Second))))
 }
 
 // requestAgeLine says how many requests of the kernel the daemon is

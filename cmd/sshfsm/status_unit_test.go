@@ -74,10 +74,14 @@ func TestWriteStatus(t *testing.T) {
 		t.Errorf("no request in flight:\n%s", b.String())
 	}
 	st.Requests = &control.Requests{InFlight: 3, OldestSeconds: 963.5, OldestKind: "READ"}
+	st.Branches[0].Hosts[0].OldestSeconds = 963.2
 	b.Reset()
 	writeStatus(&b, st)
 	if !strings.Contains(b.String(), "\n  requests 3 in flight, oldest 16m03s (READ)\n") {
 		t.Errorf("a request in flight for 16 minutes:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "  1 (16m03s)  ") {
+		t.Errorf("a host's request in flight for 16 minutes:\n%s", b.String())
 	}
 }
 

@@ -107,7 +107,8 @@ func (sb statusBranch) status() control.Branch {
 
 // hostStatus sums a host's channels into one line of the status.
 func hostStatus(name string, s transport.Stats, reconnect bool) control.Host {
-	h := control.Host{Name: name, Channels: len(s.Channels), Requests: s.Requests, WireIn: s.BytesIn, WireOut: s.BytesOut}
+	h := control.Host{Name: name, Channels: len(s.Channels), Requests: s.Requests, WireIn: s.BytesIn, WireOut: s.BytesOut,
+		OldestSeconds: s.Oldest.Seconds()}
 	var rtt time.Duration
 	timed := 0
 	for _, c := range s.Channels {

@@ -87,11 +87,14 @@ const (
 
 // Host is one ssh host of a branch.
 type Host struct {
-	Name          string            `json:"name"`
-	State         string            `json:"state"`
-	ChannelsUp    int               `json:"channels_up"`
-	Channels      int               `json:"channels"`
-	InFlight      int               `json:"in_flight"`  // requests sent and not answered
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	ChannelsUp int    `json:"channels_up"`
+	Channels   int    `json:"channels"`
+	InFlight   int    `json:"in_flight"` // requests sent and not answered
+	// OldestSeconds is how long the oldest of them has waited; 0 when
+	// none is (or from a daemon that does not say).
+	OldestSeconds float64           `json:"oldest_request_seconds"`
 	LatencyMillis float64           `json:"latency_ms"` // mean duration of each channel's last request
 	BytesRead     uint64            `json:"bytes_read"` // file data read
 	BytesWritten  uint64            `json:"bytes_written"`

@@ -60,8 +60,8 @@ func TestFsxLinkStallsAndResets(t *testing.T) {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(seed, 23))
-			const numOps = 300
-			every := 6 + int(seed%4) // an event every 6..9 operations
+			const numOps = 200
+			every := 8 + int(seed%4) // an event every 8..11 operations
 			longAt := numOps/3 + rng.IntN(numOps/3)
 			cuts, stalls, longs := 0, 0, 0
 			var stalled time.Duration
@@ -185,4 +185,101 @@ func idle(st *control.Status) bool {
 		}
 	}
 	return true
+}
+
+// TestRequestsEndDuringLongStall stalls the link of a mount for good while
+// programs read, list, stat, create, write, fsync, rename and remove: each
+// of their calls must end while the link stays stalled, and the watchdog
+// fails the test if any is kept past the timeout. Each call must reach
+// the server, so each fails (the link gives no answer); once the link is
+// back the mount works again.
+func TestRequestsEndDuringLongStall(t *testing.T) {
+	const timeout = 3 * time.Second
+	h := testenv.StartHost(t, "127.0.0.5")
+	for _, d := range []string{"unlisted", "old"} {
+		if err := os.MkdirAll(filepath.Join(h.Dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeServerFile(t, filepath.Join(h.Dir, "unread"), mib, 1)
+	writeServerFile(t, filepath.Join(h.Dir, "unlisted", "f"), 4096, 2)
+	for _, n := range []string{"kept", "moved", "removed"} {
+		writeServerFile(t, filepath.Join(h.Dir, "old", n), 4096, 3)
+	}
+	p, sshArgs, dest := proxied(t, h, netproxy.Options{MaxQueued: 64 << 10})
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest,
+		opts: []string{fmt.Sprintf("timeout=%g", timeout.Seconds())}})
+	t.Cleanup(func() { testenv.AbortFUSE(m.Dir) }) // releases any call still waiting
+	if _, err := os.ReadDir(m.Path("old")); err != nil {
+		t.Fatal(err)
+	}
+	open, err := os.OpenFile(m.Path("old", "kept"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := startWatchdog(t, m, timeout)
+
+	p.Blackhole(true)
+	start := time.Now()
+	calls := map[string]func() error{
+		"read a file never read":           func() error { _, err := os.ReadFile(m.Path("unread")); return err },
+		"list a directory never listed":    func() error { _, err := os.ReadDir(m.Path("unlisted")); return err },
+		"stat in a directory never listed": func() error { _, err := os.Stat(m.Path("unlisted", "f")); return err },
+		"create, write, fsync and close": func() error {
+			f, err := os.Create(m.Path("new"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := f.Write(make([]byte, 4*mib)); err != nil {
+				return err
+			}
+			return f.Sync()
+		},
+		"write, fsync and close an open file": func() error {
+			if _, err := open.WriteAt(make([]byte, 4*mib), 0); err != nil {
+				open.Close()
+				return err
+			}
+			if err := open.Sync(); err != nil {
+				open.Close()
+				return err
+			}
+			return open.Close()
+		},
+		"mkdir":  func() error { return os.Mkdir(m.Path("old", "dir"), 0o755) },
+		"rename": func() error { return os.Rename(m.Path("old", "moved"), m.Path("old", "moved2")) },
+		"unlink": func() error { return os.Remove(m.Path("old", "removed")) },
+	}
+	type result struct {
+		what string
+		err  error
+		took time.Duration
+	}
+	results := make(chan result, len(calls))
+	for what, call := range calls {
+		go func() {
+			err := call()
+			results <- result{what, err, time.Since(start)}
+		}()
+	}
+	patience := time.After(testenv.Patience())
+	for range calls {
+		select {
+		case r := <-results:
+			t.Logf("%s: ended after %v: %v", r.what, r.took.Round(time.Millisecond), r.err)
+			if r.err == nil {
+				t.Errorf("%s succeeded while the link was stalled", r.what)
+			}
+		case <-patience:
+			t.Fatalf("calls still waiting %v into the stall", testenv.Patience())
+		}
+	}
+	age, kind := wd.oldest()
+	t.Logf("every call ended %v into the stall; oldest request seen %v (%s)",
+		time.Since(start).Round(time.Millisecond), age.Round(time.Millisecond), kind)
+	p.Blackhole(false)
+	testenv.EventuallyNoError(t, "a create once the link is back", func() error {
+		return os.WriteFile(m.Path("after"), []byte("x"), 0o644)
+	})
 }
