@@ -207,8 +207,9 @@ func TestRequestsEndDuringLongStall(t *testing.T) {
 		writeServerFile(t, filepath.Join(h.Dir, "old", n), 4096, 3)
 	}
 	p, sshArgs, dest := proxied(t, h, netproxy.Options{MaxQueued: 64 << 10})
+	// No listing ahead: the directories never listed must stay so.
 	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest,
-		opts: []string{fmt.Sprintf("timeout=%g", timeout.Seconds())}})
+		opts: []string{fmt.Sprintf("timeout=%g", timeout.Seconds()), "prefetch_depth=0"}})
 	t.Cleanup(func() { testenv.AbortFUSE(m.Dir) }) // releases any call still waiting
 	if _, err := os.ReadDir(m.Path("old")); err != nil {
 		t.Fatal(err)
@@ -282,4 +283,59 @@ func TestRequestsEndDuringLongStall(t *testing.T) {
 	testenv.EventuallyNoError(t, "a create once the link is back", func() error {
 		return os.WriteFile(m.Path("after"), []byte("x"), 0o644)
 	})
+}
+
+// TestSIGTERMEndsDaemonWithWritesInFlight sends SIGTERM to a daemon whose
+// link is stalled while a program's writes wait on it, with a timeout far
+// longer than any test: the daemon must end on its own, without SIGKILL,
+// the writer must get an error rather than "done", and the mountpoint must
+// be unmounted or fail with ENOTCONN (never hang). How long the daemon
+// took is logged, not asserted.
+func TestSIGTERMEndsDaemonWithWritesInFlight(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.6")
+	p, sshArgs, dest := proxied(t, h, netproxy.Options{MaxQueued: 64 << 10})
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest, opts: []string{"timeout=600"}})
+	pid := m.daemonPID()
+	if pid == 0 {
+		t.Fatalf("no daemon process found serving %s", m.Dir)
+	}
+	t.Cleanup(func() { testenv.AbortFUSE(m.Dir) })
+
+	w := startHelper(t, "write", m.Path("big"), fmt.Sprint(64*mib), "9", fmt.Sprint(mib))
+	if got := w.next(t, testenv.Patience()); got != "paused" {
+		t.Fatalf("writer: %q, want paused", got)
+	}
+	p.Blackhole(true)
+	w.resume(t)
+	testenv.Eventually(t, "writes in flight on the stalled link", func() bool {
+		st, err := (control.Client{}).Query(m.Dir)
+		if err != nil || st.Requests == nil || st.Requests.InFlight == 0 {
+			return false
+		}
+		for _, b := range st.Branches {
+			for _, h := range b.Hosts {
+				if h.InFlight > 0 {
+					t.Logf("%d requests of programs in flight (the oldest a %s), %d sftp requests", st.Requests.InFlight, st.Requests.OldestKind, h.InFlight)
+					return true
+				}
+			}
+		}
+		return false
+	})
+
+	start := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the daemon exits after SIGTERM", func() bool { return !testenv.Alive(pid) })
+	t.Logf("the daemon exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	if got := w.next(t, testenv.Patience()); got == "done" {
+		t.Errorf("the writer finished as if its data were stored; want an error")
+	} else {
+		t.Logf("the writer: %s", got)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.Dir, &st); testenv.MountedAt(m.Dir) && err != syscall.ENOTCONN {
+		t.Errorf("the mountpoint after the daemon ended: %v, want unmounted or ENOTCONN", err)
+	}
 }
