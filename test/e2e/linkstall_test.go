@@ -218,6 +218,10 @@ func TestRequestsEndDuringLongStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rewritten, err := os.OpenFile(m.Path("old", "rewritten"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wd := startWatchdog(t, m, timeout)
 
 	p.Blackhole(true)
@@ -247,6 +251,17 @@ func TestRequestsEndDuringLongStall(t *testing.T) {
 				return err
 			}
 			return open.Close()
+		},
+		// The second write overlaps the first, in flight: it waits
+		// for the first to be answered before it is sent.
+		"write a range twice, fsync and close": func() error {
+			defer rewritten.Close()
+			for range 2 {
+				if _, err := rewritten.WriteAt(make([]byte, 64<<10), 0); err != nil {
+					return err
+				}
+			}
+			return rewritten.Sync()
 		},
 		"mkdir":  func() error { return os.Mkdir(m.Path("old", "dir"), 0o755) },
 		"rename": func() error { return os.Rename(m.Path("old", "moved"), m.Path("old", "moved2")) },

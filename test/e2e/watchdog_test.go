@@ -16,11 +16,16 @@ import (
 // most one such request at a time: its answer is due about then. The
 // margin covers what comes on top on the test machine, where two CPU
 // burners run beside a -race build: the timers that end a request fire
-// late, killing and reaping the ssh process of the channel takes its
-// time, and the watchdog sees a request only every watchdogEvery. It is
-// far below what it must catch: a request waiting for a link that never
-// comes back, or one in flight for minutes.
-const watchdogMargin = 5 * time.Second
+// late, the channel's ssh process is killed and reaped, and the watchdog
+// sees a request only every watchdogEvery; under such load requests were
+// seen to end within 0.1 s of the timeout. It is half the timeout, at
+// most 5 s: less than a second timeout, so that a request that waits out
+// two server requests in a row is caught, and far below what must never
+// pass (a request waiting for a link that never comes back, or one in
+// flight for minutes).
+func watchdogMargin(timeout time.Duration) time.Duration {
+	return min(timeout/2, 5*time.Second)
+}
 
 // watchdogEvery is how often the watchdog asks the daemon.
 const watchdogEvery = 250 * time.Millisecond
@@ -44,11 +49,11 @@ type watchdog struct {
 }
 
 // startWatchdog watches m until the test ends, failing t if any request
-// is in flight for longer than timeout+watchdogMargin. It logs the oldest
+// is in flight for longer than timeout+watchdogMargin(timeout). It logs the oldest
 // request it saw.
 func startWatchdog(t *testing.T, m *Mount, timeout time.Duration) *watchdog {
 	t.Helper()
-	w := &watchdog{t: t, m: m, limit: timeout + watchdogMargin,
+	w := &watchdog{t: t, m: m, limit: timeout + watchdogMargin(timeout),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if _, err := (control.Client{}).Query(m.Dir); err != nil {
 		t.Fatalf("watchdog: the daemon of %s does not answer: %v", m.Dir, err)
