@@ -44,13 +44,15 @@ type watchdog struct {
 	maxAge   time.Duration // the oldest request seen
 	maxKind  string
 	polls    int
-	failures int // queries the daemon did not answer
+	failures int       // queries the daemon did not answer
+	answered time.Time // when the daemon last answered
 	reported bool
 }
 
 // startWatchdog watches m until the test ends, failing t if any request
-// is in flight for longer than timeout+watchdogMargin(timeout). It logs the oldest
-// request it saw.
+// is in flight for longer than timeout+watchdogMargin(timeout), or if the
+// daemon stops answering for that long (a daemon stuck as a whole hides
+// its requests). It logs the oldest request it saw.
 func startWatchdog(t *testing.T, m *Mount, timeout time.Duration) *watchdog {
 	t.Helper()
 	w := &watchdog{t: t, m: m, limit: timeout + watchdogMargin(timeout),
@@ -58,6 +60,7 @@ func startWatchdog(t *testing.T, m *Mount, timeout time.Duration) *watchdog {
 	if _, err := (control.Client{}).Query(m.Dir); err != nil {
 		t.Fatalf("watchdog: the daemon of %s does not answer: %v", m.Dir, err)
 	}
+	w.answered = time.Now()
 	go w.run()
 	t.Cleanup(w.close)
 	return w
@@ -85,8 +88,13 @@ func (w *watchdog) check() {
 	w.polls++
 	if err != nil {
 		w.failures++
+		if silent := time.Since(w.answered); silent > w.limit && !w.reported {
+			w.reported = true
+			w.t.Errorf("watchdog: the daemon of %s has not answered for %v: %v", w.m.Dir, silent.Round(time.Millisecond), err)
+		}
 		return
 	}
+	w.answered = time.Now()
 	r := st.Requests
 	if r == nil {
 		if !w.reported {
