@@ -247,6 +247,8 @@ func (w *writer) drop(r request) {
 	w.inflight -= int64(cap(*r.buf))
 	putBuf(r.buf)
 	w.node.pending.done()
+	close(w.wake) // a write waiting for room finds the failure
+	w.wake = make(chan struct{})
 }
 
 func (w *writer) send(buf *[]byte, b []byte, off int64) {
