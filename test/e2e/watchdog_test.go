@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sshfsm/internal/control"
+	"sshfsm/internal/testenv"
 )
 
 // watchdogMargin is added to a mount's timeout to make the age past which
@@ -57,9 +58,11 @@ func startWatchdog(t *testing.T, m *Mount, timeout time.Duration) *watchdog {
 	t.Helper()
 	w := &watchdog{t: t, m: m, limit: timeout + watchdogMargin(timeout),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	if _, err := (control.Client{}).Query(m.Dir); err != nil {
-		t.Fatalf("watchdog: the daemon of %s does not answer: %v", m.Dir, err)
-	}
+	// A daemon in the foreground answers a little after its mount appears.
+	testenv.EventuallyNoError(t, "the daemon answering its status", func() error {
+		_, err := (control.Client{}).Query(m.Dir)
+		return err
+	})
 	w.answered = time.Now()
 	go w.run()
 	t.Cleanup(w.close)
