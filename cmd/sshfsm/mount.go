@@ -22,6 +22,7 @@ import (
 	"sshfsm/internal/control"
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/idmap"
+	"sshfsm/internal/inflight"
 	"sshfsm/internal/transport"
 )
 
@@ -35,6 +36,7 @@ type mounted struct {
 	content     *contentcache.Cache // the disk cache of contents; nil without
 	status      *control.Server     // answers sshfsm status; nil without
 	autoUnmount bool                // mounted with auto_unmount: unmount with fusermount3
+	requests    *inflight.Table     // the FUSE requests being answered
 	// logSink is where the log goes once serving, for sshfsm status.
 	logSink atomic.Pointer[logSink]
 	// early is a stop signal that arrived as the mount became ready: serve
@@ -94,6 +96,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	id := resolvedIdentity(cfg, sshDestinations(ctx, cfg, log))
 	persistListings(cfg, &fo, id, log)
 	fo.Content, fo.ContentID = openContentCache(cfg, log), id
+	fo.Requests = &inflight.Table{}
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
@@ -101,7 +104,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
 	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
-		autoUnmount: cfg.FUSE.AutoUnmount}
+		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.close()

@@ -189,6 +189,9 @@ func writeStatus(w io.Writer, st *control.Status) {
 	if st.Meta != nil {
 		fmt.Fprintf(w, "  metadata %s\n", printable(metaLine(*st.Meta)))
 	}
+	if r := st.Requests; r != nil {
+		fmt.Fprintf(w, "  requests %s\n", printable(requestAgeLine(*r)))
+	}
 	if d := st.Disk; d != nil {
 		fmt.Fprintf(w, "  disk     %s in %d files (%s), hits %s of %s read (%s)\n", humanBytes(uint64(d.Bytes)), d.Entries, printable(d.Dir),
 			humanBytes(uint64(d.HitBytes)), humanBytes(uint64(d.HitBytes+d.MissBytes)), percent(d.HitRatio))
@@ -202,8 +205,8 @@ func writeStatus(w io.Writer, st *control.Status) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "    HOST\tSTATE\tCHANNELS\tIN FLIGHT\tLATENCY\tREAD\tWRITTEN\tERRORS\tRECONNECTS")
 		for _, h := range b.Hosts {
-			fmt.Fprintf(tw, "    %s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%d\t%d\n", printable(h.Name), printable(h.State), h.ChannelsUp, h.Channels,
-				h.InFlight, latency(h.LatencyMillis), humanBytes(h.BytesRead), humanBytes(h.BytesWritten), h.Errors, h.Reconnects)
+			fmt.Fprintf(tw, "    %s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\n", printable(h.Name), printable(h.State), h.ChannelsUp, h.Channels,
+				inFlight(h), latency(h.LatencyMillis), humanBytes(h.BytesRead), humanBytes(h.BytesWritten), h.Errors, h.Reconnects)
 		}
 		tw.Flush()
 		for _, h := range b.Hosts {
@@ -223,6 +226,25 @@ func writeStatus(w io.Writer, st *control.Status) {
 			}
 		}
 	}
+}
+
+// inFlight is a host's requests in flight and, when known, how long the
+// oldest has waited.
+func inFlight(h control.Host) string {
+	if h.InFlight == 0 || h.OldestSeconds <= 0 {
+		return fmt.Sprint(h.InFlight)
+	}
+	return fmt.Sprintf("%d (%s)", h.InFlight, duration(time.Duration(h.OldestSeconds*float64(time.Second))))
+}
+
+// requestAgeLine says how many requests of the kernel the daemon is
+// answering and how old the oldest is.
+func requestAgeLine(r control.Requests) string {
+	if r.InFlight == 0 {
+		return "none in flight"
+	}
+	return fmt.Sprintf("%d in flight, oldest %s (%s)", r.InFlight,
+		duration(time.Duration(r.OldestSeconds*float64(time.Second))), r.OldestKind)
 }
 
 // watchLine says whether changes made on the host are pushed, and why not;

@@ -67,6 +67,22 @@ func TestWriteStatus(t *testing.T) {
 	if !strings.Contains(b.String(), "  cache    listings off (dcache_timeout=0)\n") {
 		t.Errorf("disabled cache:\n%s", b.String())
 	}
+	st.Requests = &control.Requests{}
+	b.Reset()
+	writeStatus(&b, st)
+	if !strings.Contains(b.String(), "\n  requests none in flight\n") {
+		t.Errorf("no request in flight:\n%s", b.String())
+	}
+	st.Requests = &control.Requests{InFlight: 3, OldestSeconds: 963.5, OldestKind: "READ"}
+	st.Branches[0].Hosts[0].OldestSeconds = 963.2
+	b.Reset()
+	writeStatus(&b, st)
+	if !strings.Contains(b.String(), "\n  requests 3 in flight, oldest 16m03s (READ)\n") {
+		t.Errorf("a request in flight for 16 minutes:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "  1 (16m03s)  ") {
+		t.Errorf("a host's request in flight for 16 minutes:\n%s", b.String())
+	}
 }
 
 func TestHumanUnits(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"sshfsm/internal/cache"
 	"sshfsm/internal/config"
 	"sshfsm/internal/control"
+	"sshfsm/internal/fusefs"
+	"sshfsm/internal/inflight"
 	"sshfsm/internal/transport"
 )
 
@@ -57,7 +59,8 @@ func (m *mounted) statusProvider(cfg *config.Config) func() control.Status {
 	}
 	return func() control.Status {
 		st := control.Status{Mount: control.Mount{Options: opts, Log: m.logWhere()}, Cache: cacheStatus(m.dirs.Stats()),
-			Meta: metaStatus(m.dirs.PersistStats(), time.Now()), Disk: m.diskStatus(cfg)}
+			Meta: metaStatus(m.dirs.PersistStats(), time.Now()), Disk: m.diskStatus(cfg),
+			Requests: requestStatus(m.requests)}
 		for _, sb := range branches {
 			st.Branches = append(st.Branches, sb.status())
 		}
@@ -104,7 +107,8 @@ func (sb statusBranch) status() control.Branch {
 
 // hostStatus sums a host's channels into one line of the status.
 func hostStatus(name string, s transport.Stats, reconnect bool) control.Host {
-	h := control.Host{Name: name, Channels: len(s.Channels), Requests: s.Requests, WireIn: s.BytesIn, WireOut: s.BytesOut}
+	h := control.Host{Name: name, Channels: len(s.Channels), Requests: s.Requests, WireIn: s.BytesIn, WireOut: s.BytesOut,
+		OldestSeconds: s.Oldest.Seconds()}
 	var rtt time.Duration
 	timed := 0
 	for _, c := range s.Channels {
@@ -133,6 +137,19 @@ func hostStatus(name string, s transport.Stats, reconnect bool) control.Host {
 		h.State = control.StateDown
 	}
 	return h
+}
+
+// requestStatus reports the FUSE requests in flight; nil without a table.
+func requestStatus(t *inflight.Table) *control.Requests {
+	if t == nil {
+		return nil
+	}
+	o := t.Oldest()
+	r := &control.Requests{InFlight: o.Count, OldestSeconds: o.Age.Seconds()}
+	if o.Age > 0 {
+		r.OldestKind = fusefs.RequestKind(o.Kind)
+	}
+	return r
 }
 
 func cacheStatus(s cache.Stats) control.Cache {

@@ -100,6 +100,24 @@ type flight struct {
 	abandoned bool
 }
 
+// unanswered returns the error of f, a flight that has landed (d.mu held),
+// when the remote did not answer it and its caller was not interrupted;
+// nil otherwise, or for a nil f or one still under way.
+func (f *flight) unanswered() error {
+	if f == nil {
+		return nil
+	}
+	select {
+	case <-f.done:
+	default:
+		return nil
+	}
+	if f.abandoned || f.err == nil || !Unanswered(f.err) {
+		return nil
+	}
+	return f.err
+}
+
 // New returns a cache keeping listings for ttl; ttl <= 0 disables it.
 // now, when nil, is time.Now.
 func New(ttl time.Duration, now func() time.Time) *Dirs {
@@ -220,11 +238,20 @@ func (d *Dirs) Get(ctx context.Context, dir string, fetch Fetcher) (ents []remot
 	}
 	d.awaitCheck(ctx, dir)
 	for {
+		d.mu.Lock()
+		joined := d.flights[dir]
+		d.mu.Unlock()
 		d.Wait(ctx, dir)
 		d.mu.Lock()
 		if ents, ok := d.listLocked(dir); ok {
 			d.mu.Unlock()
 			return ents, true, nil
+		}
+		if err := joined.unanswered(); err != nil {
+			// As Lookup: listing again would wait as long again, past
+			// the timeout of the request this listing serves.
+			d.mu.Unlock()
+			return nil, false, err
 		}
 		if d.flights[dir] == nil && !d.bulkPendingLocked(dir) {
 			break // with mu held

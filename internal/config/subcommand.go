@@ -45,11 +45,12 @@ func Subcommands() []Subcommand {
 		Args: "[mountpoint]",
 		Switches: []SubSwitch{
 			{Names: []string{"--json"}, Help: "Print JSON for scripts: one object for a mountpoint, a list of them without one. " +
-				"Counters are totals since the mount; durations are in milliseconds (latency_ms) or seconds (uptime_seconds)."},
+				"Counters are totals since the mount; durations are in milliseconds (latency_ms) or seconds (uptime_seconds, oldest_seconds, oldest_request_seconds)."},
 			{Names: []string{"-h", "--help"}, Help: "Print this help and exit."},
 		},
 		Help: "Show what a running mount is doing, or every sshfsm mount of the calling user without mountpoint: " +
-			"per branch and host the state (up, reconnecting, down), channels up, requests in flight, latency (mean duration of each channel's last request), " +
+			"the requests of programs it is answering (how many, and the age and kind of the oldest: one much older than the timeout option is stuck); " +
+			"per branch and host the state (up, reconnecting, down), channels up, requests in flight (and how long the oldest has waited), latency (mean duration of each channel's last request), " +
 			"file data read and written, errors, reconnects and requests sent by type; and the hit ratios of the listing cache. " +
 			"Each mount's sshfsm answers on a unix socket in $XDG_RUNTIME_DIR/sshfsm (/tmp/sshfsm-UID without XDG_RUNTIME_DIR) that only the mounting user can use. " +
 			"Exit status: 0 when every mount asked answered (also when there is none); 1 for a usage error; " +

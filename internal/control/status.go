@@ -13,6 +13,20 @@ type Status struct {
 	Meta     *Meta    `json:"metadata,omitempty"` // absent when listings are not kept across mounts
 	// Disk is the disk cache of file contents; absent when it is off.
 	Disk *Disk `json:"disk,omitempty"`
+	// Requests are the file system requests the mount is answering;
+	// absent from a daemon that does not track them.
+	Requests *Requests `json:"requests,omitempty"`
+}
+
+// Requests describes the requests of the kernel (for the programs using
+// the mount) that the daemon is answering. A request much older than
+// the timeout option is a hang.
+type Requests struct {
+	InFlight int `json:"in_flight"`
+	// OldestSeconds is the age of the oldest request; 0 when none.
+	OldestSeconds float64 `json:"oldest_seconds"`
+	// OldestKind is its FUSE operation (READ, FLUSH, LOOKUP...).
+	OldestKind string `json:"oldest_kind,omitempty"`
 }
 
 // Disk describes the disk cache of file contents, shared by the mounts
@@ -74,11 +88,14 @@ const (
 
 // Host is one ssh host of a branch.
 type Host struct {
-	Name          string            `json:"name"`
-	State         string            `json:"state"`
-	ChannelsUp    int               `json:"channels_up"`
-	Channels      int               `json:"channels"`
-	InFlight      int               `json:"in_flight"`  // requests sent and not answered
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	ChannelsUp int    `json:"channels_up"`
+	Channels   int    `json:"channels"`
+	InFlight   int    `json:"in_flight"` // requests sent and not answered
+	// OldestSeconds is how long the oldest of them has waited; 0 when
+	// none is (or from a daemon that does not say).
+	OldestSeconds float64           `json:"oldest_request_seconds"`
 	LatencyMillis float64           `json:"latency_ms"` // mean duration of each channel's last request
 	BytesRead     uint64            `json:"bytes_read"` // file data read
 	BytesWritten  uint64            `json:"bytes_written"`

@@ -16,6 +16,7 @@ import (
 
 	"sshfsm/internal/cache"
 	"sshfsm/internal/contentcache"
+	"sshfsm/internal/inflight"
 	"sshfsm/internal/namespace"
 )
 
@@ -71,6 +72,9 @@ type Options struct {
 	// OwnNewFiles gives new files their creator's owner where the server
 	// can (owner.go): for mounts that several local users share.
 	OwnNewFiles bool
+	// Requests, when set, records every FUSE request in flight and when
+	// it began (tracked.go); kinds are named by RequestKind.
+	Requests *inflight.Table
 
 	// inoHash replaces hashIno, for tests that make paths collide.
 	inoHash func(string) uint64

@@ -78,13 +78,17 @@ func (f *filesys) rootAttr() (remote.Attr, time.Time) {
 
 // rawFS is the filesystem go-fuse serves. In Immutable mode with a
 // snapshot, the root's attributes come from the snapshot too: every other
-// name's come from its parent's listing.
+// name's come from its parent's listing. With Options.Requests, every
+// request is recorded while it is served.
 func (f *filesys) rawFS(fo *fs.Options) fuse.RawFileSystem {
 	raw := fs.NewNodeFS(f.root, fo)
-	if f.notes == nil || f.opts.Mode != cache.Immutable {
-		return raw
+	if f.notes != nil && f.opts.Mode == cache.Immutable {
+		raw = persistedRoot{RawFileSystem: raw, f: f}
 	}
-	return persistedRoot{RawFileSystem: raw, f: f}
+	if f.opts.Requests != nil {
+		raw = tracked{RawFileSystem: raw, t: f.opts.Requests}
+	}
+	return raw
 }
 
 // persistedRoot answers GETATTR of the root from the snapshot until the

@@ -13,7 +13,9 @@ import (
 // writer sends one handle's writes in the background. WRITE returns once
 // its data is copied; at most window bytes are queued or in flight, beyond
 // that WRITE waits. The first error is kept and returned by every later
-// write, flush, fsync and release.
+// write, flush, fsync and release; what was not sent by then (gathered,
+// or waiting behind an overlapping request) is dropped, so that none of
+// them waits for more requests on a link that just failed to answer.
 //
 // Contiguous writes are gathered into requests of up to chunk bytes (a
 // whole SFTP packet, ending on a page boundary), so a stream of 128 KiB
@@ -160,6 +162,10 @@ func (w *writer) sendStage() {
 	r := request{w.stage, w.stageOff, w.stageN}
 	w.stage = nil
 	w.lastEnd = r.off + int64(r.n)
+	if w.err != nil {
+		w.drop(r)
+		return
+	}
 	if len(w.blocked) > 0 || w.overlaps(r) {
 		w.blocked = append(w.blocked, r)
 		return
@@ -216,6 +222,12 @@ func (w *writer) landed(off int64) {
 		}
 	}
 	w.sending--
+	if w.err != nil {
+		for _, r := range w.blocked {
+			w.drop(r)
+		}
+		w.blocked = nil
+	}
 	for len(w.blocked) > 0 && !w.overlaps(w.blocked[0]) {
 		r := w.blocked[0]
 		w.blocked = w.blocked[1:]
@@ -224,6 +236,19 @@ func (w *writer) landed(off int64) {
 	if w.sending == 0 {
 		w.sendStage()
 	}
+}
+
+// drop forgets r, a request not sent, once a write of the handle has
+// failed: every later write, flush, fsync and release reports that
+// failure, and sending r (after the request it overlaps, which failed
+// after a timeout) would keep them waiting for a second timeout, or one
+// per request queued behind another.
+func (w *writer) drop(r request) {
+	w.inflight -= int64(cap(*r.buf))
+	putBuf(r.buf)
+	w.node.pending.done()
+	close(w.wake) // a write waiting for room finds the failure
+	w.wake = make(chan struct{})
 }
 
 func (w *writer) send(buf *[]byte, b []byte, off int64) {

@@ -245,3 +245,51 @@ func TestWriterReportsFailure(t *testing.T) {
 		})
 	}
 }
+
+// heldFailFile holds its first write until gate is closed, then fails it
+// as a request the server did not answer; later writes succeed.
+type heldFailFile struct {
+	slowFile
+	gate chan struct{}
+	sent int
+}
+
+func (f *heldFailFile) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
+	f.mu.Lock()
+	f.sent++
+	first := f.sent == 1
+	f.mu.Unlock()
+	if first {
+		<-f.gate
+		done()
+		return 0, context.DeadlineExceeded
+	}
+	return f.slowFile.WriteAtOwned(ctx, p, off, done)
+}
+
+// Writes queued behind a request that failed (one overlapping it, data
+// still gathered) are not sent: the handle reports the failure anyway,
+// and sending them would keep flush and fsync waiting for a timeout
+// more on the link that just failed to answer.
+func TestWriterDropsQueuedWritesAfterFailure(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(mode(async), func(t *testing.T) {
+			f := &heldFailFile{slowFile: slowFile{rnd: rand.New(rand.NewSource(1)), size: 64 << 10}, gate: make(chan struct{})}
+			w := newWriter(sending(f, async), &node{}, 1<<20)
+			for range 3 { // the first is sent, the others overlap it
+				if err := w.write(bg, make([]byte, 4096), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(f.gate)
+			if _, err := w.wait(bg); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("wait = %v, want the first write's failure", err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.sent != 1 {
+				t.Fatalf("%d writes sent, want only the one that failed", f.sent)
+			}
+		})
+	}
+}

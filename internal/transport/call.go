@@ -62,8 +62,10 @@ func (h *Host) run(ctx context.Context, c *channel, k reqKind, fn func() error, 
 	}
 	cl := &call{result: make(chan error, 1)}
 	start := time.Now()
+	age := h.ages.Begin(uint64(start.UnixNano()), 0)
 	sharedWorkers().do(func() {
 		err := fn()
+		h.ages.End(age)
 		c.end(start, err)
 		cl.finished.Store(true)
 		delivered := cl.state.CompareAndSwap(callRunning, callDone)

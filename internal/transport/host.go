@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"sshfsm/internal/inflight"
 	"sshfsm/internal/remote"
 )
 
@@ -90,6 +91,7 @@ type Host struct {
 	logs    map[string]*fileLog // per remote path: writable handles' shared log (journal.go)
 	dialed  atomic.Bool         // Dial succeeded: ssh's complaints are news from now on
 	reqs    reqCounters
+	ages    inflight.Table // the requests run through pkg/sftp (call.go), while they run
 	wireIn  atomic.Uint64
 	wireOut atomic.Uint64
 	slots   []*slotStats

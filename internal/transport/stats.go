@@ -17,6 +17,10 @@ type Stats struct {
 	Requests map[string]uint64
 	BytesIn  uint64 // bytes received on all sessions (SFTP framing included)
 	BytesOut uint64 // bytes sent
+	// Oldest is how long the oldest request in flight has waited; 0 when
+	// none is. A request past Options.Timeout is about to fail; one far
+	// past it is stuck.
+	Oldest time.Duration
 }
 
 // ChannelStats describes one channel slot over its whole life.
@@ -99,5 +103,24 @@ func (h *Host) Stats() Stats {
 			LastRTT:      time.Duration(st.lastRTT.Load()),
 		})
 	}
+	s.Oldest = h.oldest()
 	return s
+}
+
+// oldest is the age of the oldest request in flight: through pkg/sftp, or
+// sent past it on a live channel.
+func (h *Host) oldest() time.Duration {
+	age := h.ages.Oldest().Age
+	h.mu.Lock()
+	chans := append([]*channel(nil), h.chans...)
+	h.mu.Unlock()
+	for _, c := range chans {
+		if c == nil || c.raw == nil {
+			continue
+		}
+		if sent, ok := c.raw.oldest(); ok {
+			age = max(age, time.Since(sent))
+		}
+	}
+	return age
 }
