@@ -60,7 +60,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
 	ctx = afterChange(ctx)
-	a, err := createdAttr(ctx, f)
+	a, fresh, err := createdAttr(ctx, f)
 	if err != nil {
 		// Closing must not cost a second timeout after the first.
 		go n.fsys.closeRemote(f)
@@ -69,6 +69,9 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	ino := n.added(ctx, dir, name, p, a, out)
 	child := ino.Operations().(*node)
 	h := child.newHandle(f, flags)
+	if fresh && h.w != nil {
+		child.created(h)
+	}
 	return ino, h, child.openFlags(flags), 0
 }
 
@@ -108,7 +111,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 		return nil, n.fsys.toErrno(err)
 	}
 	ctx = afterChange(ctx)
-	a, err := createdAttr(ctx, f)
+	a, _, err := createdAttr(ctx, f)
 	if err != nil {
 		go n.fsys.closeRemote(f)
 		return nil, n.fsys.toErrno(err)
@@ -220,11 +223,13 @@ func (n *node) removed(dir, name, p string) {
 
 // createdAttr returns the attributes of f, just opened creating its file:
 // those the open learned when it could (remote.CreatedFile), else asked.
-func createdAttr(ctx context.Context, f remote.File) (remote.Attr, error) {
+// fresh reports that the open created the file (it did not exist).
+func createdAttr(ctx context.Context, f remote.File) (a remote.Attr, fresh bool, err error) {
 	if cf, ok := f.(remote.CreatedFile); ok {
 		if a, ok := cf.CreatedAttr(); ok {
-			return a, nil
+			return a, true, nil
 		}
 	}
-	return f.Stat(ctx)
+	a, err = f.Stat(ctx)
+	return a, false, err
 }
