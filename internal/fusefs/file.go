@@ -123,6 +123,12 @@ func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall
 			return h, fl, 0
 		}
 	}
+	if writable(flags) {
+		// A second writer: the attributes are no longer only the
+		// mount's to know (known.go). The first handle's queued
+		// changes are its own to report.
+		_ = n.inexact(ctx)
+	}
 	if flags&syscall.O_TRUNC != 0 {
 		if err := n.pending.wait(ctx); err != nil {
 			return nil, 0, n.fsys.toErrno(err)
@@ -134,7 +140,6 @@ func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall
 	}
 	h := n.newHandle(f, flags)
 	if writable(flags) {
-		n.inexact() // a second writer: see known.go
 		n.fsys.dirs.Forget(split(p))
 		n.fsys.forgetContent(p)
 	}
@@ -404,7 +409,7 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 		return h.n.fsys.toErrno(err)
 	}
 	if end := off + size; end > a.Size && end > h.n.pending.end() {
-		h.n.inexact()
+		_ = h.n.inexact(ctx) // queued changes are h's to report
 		if err := h.truncate(ctx, end); err != nil {
 			return h.n.fsys.toErrno(err)
 		}

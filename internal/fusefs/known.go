@@ -43,11 +43,18 @@ func (n *node) created(h *handle) {
 	n.mu.Unlock()
 }
 
-// inexact ends the knowledge.
-func (n *node) inexact() {
+// inexact ends the knowledge, after sending the attribute changes queued
+// on its handle: a change made otherwise comes after them, as it would
+// have. It returns their error (the handle keeps it too).
+func (n *node) inexact(ctx context.Context) error {
 	n.mu.Lock()
+	w := n.known.writer
 	n.known = knownAttrs{}
 	n.mu.Unlock()
+	if w == nil || w.w == nil {
+		return nil
+	}
+	return w.w.flushAttrs(ctx)
 }
 
 // released ends the knowledge when its handle goes.

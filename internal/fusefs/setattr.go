@@ -35,7 +35,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	}
 	_, sized := in.GetSize()
 	if size, ok := in.GetSize(); ok {
-		n.inexact()
+		_ = n.inexact(ctx) // queued changes are the handle's to report
 		if errno := n.truncate(ctx, h, p, size); errno != 0 {
 			return errno
 		}
@@ -47,6 +47,8 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		}
 		if w := n.queueFor(&sa); w != nil {
 			w.setAttrs(sa)
+		} else if err := n.inexact(ctx); err != nil {
+			return n.fsys.toErrno(err)
 		} else if errno := n.setRemote(ctx, h, p, sa); errno != 0 {
 			return errno
 		}

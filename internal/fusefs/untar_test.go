@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,10 +12,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"sshfsm/internal/namespace"
+	"sshfsm/internal/remote"
 	"sshfsm/internal/testenv"
 	"sshfsm/internal/transport"
 )
@@ -171,5 +174,110 @@ func TestUntarRequests(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(tm.dir, "src")); !os.IsNotExist(err) {
 		t.Fatalf("src left on the server: %v", err)
+	}
+}
+
+// attrFailRemote fails every attribute change a file's handle sends.
+type attrFailRemote struct {
+	remote.Remote
+	err error
+}
+
+func (r *attrFailRemote) Open(ctx context.Context, p string, flags int, perm uint32) (remote.File, error) {
+	f, err := r.Remote.Open(ctx, p, flags, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &attrFailFile{File: f, err: r.err}, nil
+}
+
+type attrFailFile struct {
+	remote.File
+	err error
+}
+
+func (f *attrFailFile) CreatedAttr() (remote.Attr, bool) {
+	if cf, ok := f.File.(remote.CreatedFile); ok {
+		return cf.CreatedAttr()
+	}
+	return remote.Attr{}, false
+}
+
+func (f *attrFailFile) SetAttrs(context.Context, remote.SetAttr) error { return f.err }
+
+// A mode change queued behind a new file's writes that the server
+// refuses is reported when the file is closed.
+func TestQueuedAttrErrorAtClose(t *testing.T) {
+	tm := mountWith(t, defaultOpts(), func(r remote.Remote) remote.Remote {
+		return &attrFailRemote{Remote: r, err: syscall.EPERM}
+	})
+	f, err := os.OpenFile(tm.path("new"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chmod(0o640); err != nil {
+		t.Fatalf("chmod: %v (queued: the answer comes at close)", err)
+	}
+	if err := f.Close(); !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("close: %v, want EPERM", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(tm.dir, "new")); err != nil || string(got) != "data" {
+		t.Fatalf("server has %q, %v", got, err)
+	}
+}
+
+// Attribute changes on a new file's handle reach the server in the order
+// made: the set-user-ID bit set after a chown survives it, the mtime set
+// after the writes is the file's, and a write after a set mtime moves it.
+func TestQueuedAttrsApplied(t *testing.T) {
+	tm, _ := mountCounted(t, defaultOpts())
+	mtime := time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)
+	f, err := os.OpenFile(tm.path("suid"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("#!/bin/sh\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tm.path("suid"), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chown(os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chmod(0o755 | os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(tm.path("suid"))
+	if err != nil || st.Mode() != 0o755|os.ModeSetuid || !st.ModTime().Equal(mtime) || st.Size() != 10 {
+		t.Fatalf("mount reports %v %v size %d, %v", st.Mode(), st.ModTime(), st.Size(), err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = os.Stat(filepath.Join(tm.dir, "suid"))
+	if err != nil || st.Mode() != 0o755|os.ModeSetuid || !st.ModTime().Equal(mtime) {
+		t.Fatalf("server has %v %v, %v", st.Mode(), st.ModTime(), err)
+	}
+
+	f, err = os.OpenFile(tm.path("later"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tm.path("later"), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = os.Stat(filepath.Join(tm.dir, "later"))
+	if err != nil || st.ModTime().Equal(mtime) {
+		t.Fatalf("a write after a set mtime left it at %v, %v", st.ModTime(), err)
 	}
 }

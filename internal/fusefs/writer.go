@@ -409,6 +409,17 @@ func (w *writer) waitAttrs(ctx context.Context) error {
 	return nil
 }
 
+// flushAttrs sends the queued attribute changes and waits for them,
+// returning the handle's first error.
+func (w *writer) flushAttrs(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.unlock()
+	if err := w.waitAttrs(ctx); err != nil {
+		return err
+	}
+	return w.err
+}
+
 // queuedAttrs returns the attribute changes not yet known applied.
 func (w *writer) queuedAttrs() (remote.SetAttr, bool) {
 	w.mu.Lock()
