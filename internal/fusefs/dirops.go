@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/interrupt"
+	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 )
 
@@ -82,15 +83,19 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if errno != 0 {
 		return nil, errno
 	}
-	if err := n.fsys.ns.Mkdir(ctx, p, mode&07777); err != nil {
-		return nil, n.fsys.toErrno(err)
-	}
-	ctx = afterChange(ctx)
-	a, err := n.fsys.ns.Lstat(ctx, p)
+	a, err := namespace.MkdirAttr(ctx, n.fsys.ns, p, mode&07777)
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
-	// A new directory is empty: lookups in it need no listing.
+	ctx = afterChange(ctx)
+	// A new directory is empty: lookups in it need no listing, and a
+	// name looked up there is absent without asking. That listing is
+	// like any other the mount keeps: a name another client creates
+	// there is seen when the change watcher reports it (it forgets the
+	// name) or when the listing expires (dir_cache_timeout), and until
+	// then a create of that name still goes to the server, which
+	// answers EEXIST to an exclusive one. The mount's own changes keep
+	// the listing current (added, removed, forgetListing).
 	n.fsys.dirs.Put(p, nil)
 	return n.added(ctx, dir, name, p, a, out), 0
 }

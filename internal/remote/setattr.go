@@ -12,3 +12,11 @@ type HandleAttrSetter interface {
 	// completed from the file's current attributes.
 	SetAttrs(ctx context.Context, a SetAttr) error
 }
+
+// DirMaker is implemented by remotes that learn a new directory's
+// attributes while making it, sparing the stat that would follow.
+type DirMaker interface {
+	// MkdirAttr is Mkdir, also returning the new directory's attributes
+	// with perm set.
+	MkdirAttr(ctx context.Context, path string, perm uint32) (Attr, error)
+}
