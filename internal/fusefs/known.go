@@ -15,19 +15,21 @@ import (
 // grow the size and move the mtime to the server's clock), attribute
 // changes (known as sent), truncation (which ends the knowledge). Changes
 // others make meanwhile need not be seen before the next open
-// (close-to-open consistency, closetoopen.go), and nothing reports them
-// sooner for a file being written (a change pushed by the watcher only
-// drops the kernel's cache, watch.go). So, while a writable handle from
-// the create is open:
+// (close-to-open consistency, closetoopen.go), and the change watcher
+// takes the events of a file open for writing for the echo of the
+// mount's own changes (watch.go). So, while a writable handle from the
+// create is open:
 //   - the attributes are reported without asking the server, except the
 //     mtime after a write not followed by a set mtime, which is asked;
 //   - mode, owner and times set on the file are queued behind the
-//     handle's writes and sent with them (writer.setAttrs) instead of
-//     being waited for: their errors are reported by the next write,
-//     flush, fsync or close of the handle, the way write errors are.
+//     handle's writes and sent, merged into one request, when the handle
+//     is flushed (writer.setAttrs) instead of being waited for: their
+//     errors are reported by the next write, flush, fsync or close of
+//     the handle, the way write errors are.
 //
-// The knowledge ends with the last writable handle, or when the size is
-// changed other than by a write, or when a second handle writes.
+// The knowledge ends when the creating handle is released, when the size
+// is changed other than by a write, or when a second writable handle
+// opens; the changes still queued are sent first.
 
 // knownAttrs is a node's exact attributes (guarded by node.mu).
 type knownAttrs struct {
