@@ -161,6 +161,11 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if !ok {
 		return nil, syscall.ENOENT
 	}
+	// The attributes reported next are the server's: the changes queued
+	// on a new file's handle go first (known.go).
+	if err := tn.inexact(ctx); err != nil {
+		return nil, n.fsys.toErrno(err)
+	}
 	end := tn.pending.end()
 	if err := n.fsys.ns.Link(ctx, oldp, p); err != nil {
 		return nil, n.fsys.toErrno(err)
