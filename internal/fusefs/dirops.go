@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/interrupt"
+	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 )
 
@@ -60,7 +61,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
 	ctx = afterChange(ctx)
-	a, err := createdAttr(ctx, f)
+	a, fresh, err := createdAttr(ctx, f)
 	if err != nil {
 		// Closing must not cost a second timeout after the first.
 		go n.fsys.closeRemote(f)
@@ -70,6 +71,9 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	ino := n.added(ctx, dir, name, p, a, out)
 	child := ino.Operations().(*node)
 	h := child.newHandle(f, flags)
+	if fresh && h.w != nil {
+		child.created(h)
+	}
 	return ino, h, child.openFlags(flags), 0
 }
 
@@ -80,16 +84,20 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if errno != 0 {
 		return nil, errno
 	}
-	if err := n.fsys.ns.Mkdir(ctx, p, mode&07777); err != nil {
-		return nil, n.fsys.toErrno(err)
-	}
-	ctx = afterChange(ctx)
-	a, err := n.fsys.ns.Lstat(ctx, p)
+	a, err := namespace.MkdirAttr(ctx, n.fsys.ns, p, mode&07777)
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
+	ctx = afterChange(ctx)
 	n.ownByCaller(ctx, p, &a)
-	// A new directory is empty: lookups in it need no listing.
+	// A new directory is empty: lookups in it need no listing, and a
+	// name looked up there is absent without asking. That listing is
+	// like any other the mount keeps: a name another client creates
+	// there is seen when the change watcher reports it (it forgets the
+	// name) or when the listing expires (dir_cache_timeout), and until
+	// then a create of that name still goes to the server, which
+	// answers EEXIST to an exclusive one. The mount's own changes keep
+	// the listing current (added, removed, forgetListing).
 	n.fsys.dirs.Put(p, nil)
 	return n.added(ctx, dir, name, p, a, out), 0
 }
@@ -128,6 +136,11 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	oldp, ok := tn.path()
 	if !ok {
 		return nil, syscall.ENOENT
+	}
+	// The attributes reported next are the server's: the changes queued
+	// on a new file's handle go first (known.go).
+	if err := tn.inexact(ctx); err != nil {
+		return nil, n.fsys.toErrno(err)
 	}
 	end := tn.pending.end()
 	if err := n.fsys.ns.Link(ctx, oldp, p); err != nil {
@@ -196,11 +209,13 @@ func (n *node) removed(dir, name, p string) {
 
 // createdAttr returns the attributes of f, just opened creating its file:
 // those the open learned when it could (remote.CreatedFile), else asked.
-func createdAttr(ctx context.Context, f remote.File) (remote.Attr, error) {
+// fresh reports that the open created the file (it did not exist).
+func createdAttr(ctx context.Context, f remote.File) (a remote.Attr, fresh bool, err error) {
 	if cf, ok := f.(remote.CreatedFile); ok {
 		if a, ok := cf.CreatedAttr(); ok {
-			return a, nil
+			return a, true, nil
 		}
 	}
-	return f.Stat(ctx)
+	a, err = f.Stat(ctx)
+	return a, false, err
 }

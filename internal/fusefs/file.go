@@ -123,6 +123,12 @@ func (n *node) open(ctx context.Context, flags uint32) (*handle, uint32, syscall
 			return h, fl, 0
 		}
 	}
+	if writable(flags) {
+		// A second writer: the attributes are no longer only the
+		// mount's to know (known.go). The first handle's queued
+		// changes are its own to report.
+		_ = n.inexact(ctx)
+	}
 	if flags&syscall.O_TRUNC != 0 {
 		if err := n.pending.wait(ctx); err != nil {
 			return nil, 0, n.fsys.toErrno(err)
@@ -263,6 +269,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	if err := h.w.write(ctx, data, off); err != nil {
 		return 0, h.n.fsys.toErrno(err)
 	}
+	h.n.wrote(h, uint64(off)+uint64(len(data)))
 	return uint32(len(data)), 0
 }
 
@@ -285,11 +292,19 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 }
 
 // forgetListing marks the file's entry in its parent's cached listing as
-// stale after its size or times changed.
+// stale after its size or times changed, or records its attributes there
+// when the mount knows them (known.go).
 func (h *handle) forgetListing() {
-	if p, ok := h.n.path(); ok {
-		h.n.fsys.dirs.Forget(split(p))
+	p, ok := h.n.path()
+	if !ok {
+		return
 	}
+	dir, name := split(p)
+	if a, ok := h.n.exactAttr(); ok {
+		h.n.fsys.dirs.Set(dir, name, a)
+		return
+	}
+	h.n.fsys.dirs.Forget(dir, name)
 }
 
 // Fsync syncs the remote file; a lazy handle not opened yet has nothing
@@ -330,8 +345,9 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	clean, err := h.w.wait(context.Background())
-	h.n.addWriter(-1)
 	h.forgetListing()
+	h.n.released(h)
+	h.n.addWriter(-1)
 	if (clean && err == nil) || cache.Unanswered(err) {
 		go h.n.fsys.closeRemote(f)
 		if err != nil {
@@ -393,6 +409,7 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 		return h.n.fsys.toErrno(err)
 	}
 	if end := off + size; end > a.Size && end > h.n.pending.end() {
+		_ = h.n.inexact(ctx) // queued changes are h's to report
 		if err := h.truncate(ctx, end); err != nil {
 			return h.n.fsys.toErrno(err)
 		}

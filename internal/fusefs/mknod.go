@@ -54,7 +54,7 @@ func (n *node) mknodRegular(ctx context.Context, dir, name, p string, mode uint3
 		return nil, n.fsys.toErrno(err)
 	}
 	ctx = afterChange(ctx)
-	a, err := createdAttr(ctx, f)
+	a, _, err := createdAttr(ctx, f)
 	if err != nil {
 		go n.fsys.closeRemote(f)
 		return nil, n.fsys.toErrno(err)

@@ -46,6 +46,7 @@ type node struct {
 	detached uint64               // inode number reserved by inoTable.detach, 0 if none
 	writers  int                  // open writable handles; while > 0 cached listings are bypassed
 	lazies   map[*handle]struct{} // lazy handles that have not opened their file yet
+	known    knownAttrs           // attributes known without asking (known.go)
 
 	pending pending // writes of all handles of this node in flight
 
@@ -132,8 +133,9 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	var err error
 	var end uint64
 	if ch := n.GetChild(name); ch != nil && ch.Operations().(*node).writing() {
-		end = ch.Operations().(*node).pending.end()
-		a, err = n.fsys.ns.Lstat(ctx, p)
+		cn := ch.Operations().(*node)
+		end = cn.pending.end()
+		a, err = cn.writtenAttr(ctx, p)
 	} else if n.fsys.inos.hardLinked(p, 0) {
 		a, err = n.fsys.ns.Lstat(ctx, p)
 	} else {
@@ -261,13 +263,17 @@ func (n *node) getattr(ctx context.Context, fh fs.FileHandle) (remote.Attr, sysc
 	// the kernel asks for them before reads (attr_timeout is 0), and a
 	// size it had wrong would cut or pad what it reads.
 	strict := n.fsys.opts.Mode == cache.Strict && n.StableAttr().Mode == syscall.S_IFREG
+	if a, ok := n.exactAttr(); ok {
+		return a, 0 // known.go
+	}
 	switch {
 	case linked && !n.writing() && !strict && !n.fsys.inos.hardLinked(p, n.StableAttr().Ino):
 		a, err = n.fsys.statPath(ctx, p)
 	case f != nil:
 		a, err = f.Stat(ctx)
+		n.overlayQueued(&a)
 	case linked:
-		a, err = n.fsys.ns.Lstat(ctx, p)
+		a, err = n.writtenAttr(ctx, p)
 	default:
 		n.mu.Lock()
 		a = n.last

@@ -7,6 +7,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"sshfsm/internal/cache"
 	"sshfsm/internal/interrupt"
 	"sshfsm/internal/remote"
 )
@@ -32,7 +33,9 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if h == nil && !linked {
 		return syscall.ENOENT
 	}
+	_, sized := in.GetSize()
 	if size, ok := in.GetSize(); ok {
+		_ = n.inexact(ctx) // queued changes are the handle's to report
 		if errno := n.truncate(ctx, h, p, size); errno != 0 {
 			return errno
 		}
@@ -42,13 +45,23 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		if !linked {
 			return syscall.EOPNOTSUPP
 		}
-		if errno := n.setRemote(ctx, h, p, sa); errno != 0 {
+		if w := n.queueFor(&sa); w != nil {
+			w.setAttrs(sa)
+		} else if err := n.inexact(ctx); err != nil {
+			return n.fsys.toErrno(err)
+		} else if errno := n.setRemote(ctx, h, p, sa); errno != 0 {
 			return errno
 		}
 	}
 	if linked {
-		n.fsys.dirs.Forget(split(p))
-		if _, ok := in.GetSize(); ok || sa.Mtime != nil {
+		dir, name := split(p)
+		if sized {
+			n.fsys.dirs.Forget(dir, name)
+		} else {
+			// What was set is known; the rest of a cached entry stays.
+			n.applyKnown(dir, name, sa)
+		}
+		if sized || sa.Mtime != nil {
 			n.fsys.forgetContent(p)
 		}
 	}
@@ -73,12 +86,16 @@ func (n *node) setRemote(ctx context.Context, h *handle, p string, sa remote.Set
 	halfIDs := (sa.UID == nil) != (sa.GID == nil)
 	halfTimes := (sa.Atime == nil) != (sa.Mtime == nil)
 	if halfIDs || halfTimes {
+		// The other half is left as the caller sees it: the attributes
+		// reported now (a cached listing's when fresh).
 		var cur remote.Attr
 		var err error
 		if f := h.opened(); f != nil {
 			cur, err = f.Stat(ctx)
-		} else {
+		} else if n.writing() || n.fsys.opts.Mode == cache.Strict {
 			cur, err = n.fsys.ns.Lstat(ctx, p)
+		} else {
+			cur, err = n.fsys.statPath(ctx, p)
 		}
 		if err != nil {
 			return n.fsys.toErrno(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/bits"
 	"sync"
+	"syscall"
 
 	"sshfsm/internal/remote"
 )
@@ -39,20 +40,23 @@ type writer struct {
 	wmu sync.Mutex // taken by write: one at a time gathers
 
 	// mu guards the fields below.
-	mu       sync.Mutex
-	inflight int64         // buffer bytes gathering or in flight
-	sending  int           // requests in flight
-	wake     chan struct{} // closed and replaced whenever inflight drops
-	err      error         // first failure, sticky
-	dirty    bool          // writes happened since the last wait
-	stage    *[]byte       // gathered data not yet sent; nil if none
-	stageOff int64         // file offset of the gathered data
-	stageN   int           // bytes gathered
-	stageCap int           // bytes the current request may hold
-	lastEnd  int64         // end of the last request sent
-	flying   []span        // ranges of the requests in flight
-	blocked  []request     // requests waiting, in order, for an overlap to land
-	ready    []request     // started, to send once mu is released (unlock)
+	mu        sync.Mutex
+	inflight  int64           // buffer bytes gathering or in flight
+	sending   int             // requests in flight
+	wake      chan struct{}   // closed and replaced whenever inflight drops
+	err       error           // first failure, sticky
+	dirty     bool            // writes happened since the last wait
+	stage     *[]byte         // gathered data not yet sent; nil if none
+	stageOff  int64           // file offset of the gathered data
+	stageN    int             // bytes gathered
+	stageCap  int             // bytes the current request may hold
+	lastEnd   int64           // end of the last request sent
+	flying    []span          // ranges of the requests in flight
+	blocked   []request       // requests waiting, in order, for an overlap to land
+	ready     []request       // started, to send once mu is released (unlock)
+	attrs     *remote.SetAttr // attribute changes queued behind the writes (setattr.go)
+	attrsOut  bool            // an attribute change is in flight
+	attrsSent remote.SetAttr  // the one in flight
 }
 
 type span struct{ off, end int64 }
@@ -85,6 +89,11 @@ func (w *writer) write(ctx context.Context, data []byte, off int64) error {
 	defer w.wmu.Unlock()
 	w.mu.Lock()
 	defer w.unlock()
+	// A write after a queued attribute change lands after it, as it
+	// would have: it may move the mtime that change sets.
+	if err := w.waitAttrs(ctx); err != nil {
+		return err
+	}
 	for len(data) > 0 {
 		if w.err != nil {
 			return w.err
@@ -297,7 +306,10 @@ func (w *writer) finished(held, off int64, err error) {
 func (w *writer) wait(ctx context.Context) (clean bool, err error) {
 	w.mu.Lock()
 	w.sendStage()
-	for w.inflight > 0 {
+	for w.inflight > 0 || w.attrs != nil || w.attrsOut {
+		if w.sending == 0 {
+			w.sendAttrs()
+		}
 		ch := w.wake
 		w.unlock()
 		select {
@@ -349,5 +361,119 @@ func putBuf(b *[]byte) {
 	if cls := bufClass(c); cls < len(bufPools) && c == 1<<(cls+minBufShift) {
 		*b = (*b)[:c]
 		bufPools[cls].Put(b)
+	}
+}
+
+// setAttrs queues attribute changes (mode, owner, times; no size) behind
+// the handle's writes. They are merged and sent as one request when the
+// handle is waited for (flush, fsync, release, a truncate) or written
+// again, once every write before them has been answered: a server that
+// handles requests out of order still applies a set mtime after the
+// writes that move it, and a chmod after the writes that clear setuid.
+// The caller does not wait; a failure is kept like a write's and reported
+// by the next write, flush, fsync or release.
+func (w *writer) setAttrs(a remote.SetAttr) {
+	w.mu.Lock()
+	defer w.unlock()
+	if w.attrs == nil {
+		w.attrs = &remote.SetAttr{}
+	}
+	mergeSetAttr(w.attrs, a)
+	w.dirty = true
+}
+
+// sendAttrs sends the queued attribute changes unless some are in flight
+// (they follow once those are answered). mu is held.
+func (w *writer) sendAttrs() {
+	if w.attrs == nil || w.attrsOut {
+		return
+	}
+	a := *w.attrs
+	w.attrs, w.attrsOut, w.attrsSent = nil, true, a
+	go w.sendAttrsNow(a)
+}
+
+func (w *writer) sendAttrsNow(a remote.SetAttr) {
+	// As for writes: the transport's own timeout bounds the call.
+	ctx := context.Background()
+	var err error
+	if hs, ok := w.f.(remote.HandleAttrSetter); ok {
+		err = hs.SetAttrs(ctx, a)
+	} else if p, linked := w.node.path(); linked {
+		err = w.node.fsys.ns.SetAttr(ctx, p, a)
+	} else {
+		err = fmt.Errorf("setattr of an unlinked file: %w", syscall.ENOENT)
+	}
+	w.mu.Lock()
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("setattr: %w", err)
+	}
+	w.attrsOut, w.attrsSent = false, remote.SetAttr{}
+	close(w.wake)
+	w.wake = make(chan struct{})
+	w.unlock()
+}
+
+// waitAttrs waits, with mu held, until no attribute change is queued or
+// in flight.
+func (w *writer) waitAttrs(ctx context.Context) error {
+	for w.attrs != nil || w.attrsOut {
+		if w.sending == 0 {
+			w.sendAttrs()
+		}
+		ch := w.wake
+		w.unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			w.mu.Lock()
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+	return nil
+}
+
+// flushAttrs sends the queued attribute changes and waits for them,
+// returning the handle's first error.
+func (w *writer) flushAttrs(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.unlock()
+	if err := w.waitAttrs(ctx); err != nil {
+		return err
+	}
+	return w.err
+}
+
+// queuedAttrs returns the attribute changes not yet known applied.
+func (w *writer) queuedAttrs() (remote.SetAttr, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.attrs == nil && !w.attrsOut {
+		return remote.SetAttr{}, false
+	}
+	a := w.attrsSent
+	if w.attrs != nil {
+		mergeSetAttr(&a, *w.attrs)
+	}
+	return a, true
+}
+
+// mergeSetAttr adds b's changes to a, b's winning.
+func mergeSetAttr(a *remote.SetAttr, b remote.SetAttr) {
+	if b.Mode != nil {
+		a.Mode = b.Mode
+	}
+	if b.UID != nil {
+		a.UID = b.UID
+	}
+	if b.GID != nil {
+		a.GID = b.GID
+	}
+	if b.Atime != nil {
+		a.Atime = b.Atime
+	}
+	if b.Mtime != nil {
+		a.Mtime = b.Mtime
 	}
 }

@@ -133,17 +133,52 @@ func (r hostRemote) Readlink(ctx context.Context, p string) (string, error) {
 }
 
 func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
+	_, err := r.mkdir(ctx, p, perm, false)
+	return err
+}
+
+var _ remote.DirMaker = hostRemote{}
+
+// MkdirAttr implements remote.DirMaker: the LSTAT travels beside the
+// SETSTAT of the permissions, which the server may answer before or after
+// the change, so the permissions reported are the ones set.
+func (r hostRemote) MkdirAttr(ctx context.Context, p string, perm uint32) (remote.Attr, error) {
+	return r.mkdir(ctx, p, perm, true)
+}
+
+func (r hostRemote) mkdir(ctx context.Context, p string, perm uint32, stat bool) (remote.Attr, error) {
 	abs := r.abs(p)
+	var a remote.Attr
 	err := r.h.do(ctx, mutation, func(c *channel) error {
 		if err := c.client.Mkdir(abs); err != nil {
 			return err
 		}
-		return c.client.Chmod(abs, os.FileMode(perm&07777))
+		if !stat {
+			return c.client.Chmod(abs, os.FileMode(perm&07777))
+		}
+		var fi os.FileInfo
+		var serr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			fi, serr = c.client.Lstat(abs)
+		}()
+		err := c.client.Chmod(abs, os.FileMode(perm&07777))
+		<-done
+		if err != nil {
+			return err
+		}
+		if serr != nil {
+			return serr
+		}
+		a = attrOf(fi)
+		a.Mode = a.Mode&^07777 | perm&07777
+		return nil
 	})
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeExists, probeFS)
 	}
-	return r.fail("mkdir", p, err)
+	return a, r.fail("mkdir", p, err)
 }
 
 // Remove unlinks a non-directory. pkg/sftp's Remove falls back to RMDIR
