@@ -27,7 +27,7 @@ func TestStatsOldestRequest(t *testing.T) {
 	go func() { _, err := h.Remote().Stat(bg, "f"); done <- err }()
 	go func() { _, err := f.ReadAt(bg, make([]byte, 100), 0); done <- err }()
 	testenv.Eventually(t, "the oldest request's age while the server does not answer", func() bool {
-		return h.Stats().Oldest > 0 && h.Stats().Channels[0].Outstanding == 2
+		return h.Stats().Oldest > 0 && h.Stats().Channels[0].Outstanding >= 2 // both, and perhaps a health probe
 	})
 	<-done
 	<-done
