@@ -155,6 +155,9 @@ func (r hostRemote) Remove(ctx context.Context, p string) error {
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeIsDir, probeFS)
 	}
+	if err == nil {
+		r.h.removed(abs)
+	}
 	return r.fail("remove", p, err)
 }
 
@@ -191,6 +194,9 @@ func (r hostRemote) Rename(ctx context.Context, oldp, newp string, noReplace boo
 		err = r.settle(ctx, newp, err, probeExists, probeFS)
 	} else if isFailure(err) {
 		err = r.settleRename(ctx, oldp, newp, err)
+	}
+	if err == nil {
+		r.h.moved(oldAbs, newAbs)
 	}
 	return r.fail("rename", oldp+" -> "+newp, err)
 }
