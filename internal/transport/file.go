@@ -129,12 +129,21 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 			r.h.register(f)
 			return f, nil
 		}
-		if isAnswer(err) || gaveUp(err) || k == mutation {
+		if isAnswer(err) || gaveUp(err) || k == mutation && !resendable(flags) {
 			r.h.releaseLogIf(f.abs, lg)
 			return nil, r.openFailure(ctx, p, flags, c, err)
 		}
 		c.kill(err)
 	}
+}
+
+// resendable reports whether an open with flags may be sent again after
+// its channel died with it unanswered: one that creates the file without
+// O_EXCL or O_TRUNC ends with the file existing and opened whether or not
+// the lost one was made (told.go). If the lost open created the file, the
+// file keeps the permissions the server gave it rather than perm.
+func resendable(flags int) bool {
+	return flags&(os.O_EXCL|os.O_TRUNC) == 0
 }
 
 // openFailure explains a failed open; after a creating one it probes

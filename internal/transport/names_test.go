@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
+
+	"sshfsm/internal/remote"
+	"sshfsm/internal/testenv"
 )
 
 // cutLink drops the newest session: the one the files opened last use.
@@ -151,4 +155,52 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestChangeLostInFlightIsToldByTheServer: an unlink, a rename and a
+// creating open whose answers are lost with the link are settled by a
+// look at the server on the new channel, not failed with ENOTCONN.
+func TestChangeLostInFlightIsToldByTheServer(t *testing.T) {
+	h, ts, dir := dialTest(t, 1, func(o *Options) { o.Timeout = 5 * time.Second })
+	for _, n := range []string{"gone", "from"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lost := func(what string, change func() error, made func() bool) {
+		t.Helper()
+		s := ts.stream(ts.count() - 1)
+		s.freeze() // the server makes the change; its answer never comes
+		done := make(chan error, 1)
+		go func() { done <- change() }()
+		testenv.Eventually(t, what+" made on the server", made)
+		s.drop()
+		if err := <-done; err != nil {
+			t.Fatalf("%s lost in flight: %v", what, err)
+		}
+	}
+	lost("unlink", func() error { return h.Remote().Remove(bg, "gone") }, func() bool {
+		_, err := os.Lstat(filepath.Join(dir, "gone"))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	lost("rename", func() error { return h.Remote().Rename(bg, "from", "to", false) }, func() bool {
+		_, err := os.Lstat(filepath.Join(dir, "to"))
+		return err == nil
+	})
+	var f remote.File
+	lost("creating open", func() (err error) {
+		f, err = h.Remote().Open(bg, "new", os.O_RDWR|os.O_CREATE, 0o644)
+		return err
+	}, func() bool {
+		_, err := os.Lstat(filepath.Join(dir, "new"))
+		return err == nil
+	})
+	if _, err := f.WriteAt(bg, []byte("data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	serverHas(t, filepath.Join(dir, "new"), "data")
+	serverHas(t, filepath.Join(dir, "to"), "from")
 }

@@ -151,7 +151,7 @@ func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
 // knows, so that fallback only matters if the remote changed underneath.
 func (r hostRemote) Remove(ctx context.Context, p string) error {
 	abs := r.abs(p)
-	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.Remove(abs) })
+	err := r.changeTold(ctx, func(c *channel) error { return c.client.Remove(abs) }, r.removeOutcome(p))
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeIsDir, probeFS)
 	}
@@ -184,12 +184,12 @@ func (r hostRemote) Rename(ctx context.Context, oldp, newp string, noReplace boo
 		}
 	}
 	oldAbs, newAbs := r.abs(oldp), r.abs(newp)
-	err := r.h.do(ctx, mutation, func(c *channel) error {
+	err := r.changeTold(ctx, func(c *channel) error {
 		if !noReplace && c.ext("posix-rename@openssh.com") {
 			return c.client.PosixRename(oldAbs, newAbs)
 		}
 		return c.client.Rename(oldAbs, newAbs)
-	})
+	}, r.renameOutcome(oldp, newp))
 	if isFailure(err) && noReplace {
 		err = r.settle(ctx, newp, err, probeExists, probeFS)
 	} else if isFailure(err) {
