@@ -32,13 +32,11 @@ func linkLossSeeds(t *testing.T) []uint64 {
 	return seeds
 }
 
-// linkLossKinds are the operations of the fault run: every fsx kind but
-// the mmap ones (a page fault on a lost link waits in the kernel for the
-// FUSE answer, uninterruptibly), the rename of the open file (a handle
-// re-opens its file by the path it was opened with) and the siblings'
-// unlinks and rewrites (a change by path, such as an unlink, caught by
-// the cut is not sent again, since it may have been made: it fails with
-// ENOTCONN).
+// linkLossKinds are the operations of the fault run: every default fsx
+// kind. Page faults of the mmap kinds are reads and writes like any other
+// and are answered on the new connection; the open file follows its
+// renames; a sibling's unlink or creating open caught by a cut is settled
+// by looking at the server (transport/told.go).
 // SSHFSM_E2E_LINKLOSS_KINDS (fsx.ParseKinds) replaces them.
 func linkLossKinds(t *testing.T) []fsx.Kind {
 	if env := os.Getenv("SSHFSM_E2E_LINKLOSS_KINDS"); env != "" {
@@ -48,13 +46,7 @@ func linkLossKinds(t *testing.T) []fsx.Kind {
 		}
 		return ks
 	}
-	var out []fsx.Kind
-	for _, k := range fsx.DefaultKinds() {
-		if k != fsx.MapRead && k != fsx.MapWrite && k != fsx.Rename && k != fsx.Sibling {
-			out = append(out, k)
-		}
-	}
-	return out
+	return fsx.DefaultKinds()
 }
 
 // TestFsxLinkResets runs fsx on a single-host mount whose TCP link is cut
