@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,6 +96,20 @@ func (r *runner) mapRange() (int64, int) {
 	return off, int(min(int64(r.randLen()), size-off))
 }
 
+// touchMap runs f, which reads or writes a mapping of the file, turning
+// a fault (SIGBUS: the file system failed to supply a page) into an error
+// rather than a crash of the whole process.
+func touchMap(f func()) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("fault on the mapping: %v", p)
+		}
+	}()
+	f()
+	return nil
+}
+
 func (r *runner) opMapRead() error {
 	size := len(r.model)
 	if size == 0 {
@@ -107,7 +122,11 @@ func (r *runner) opMapRead() error {
 	if err != nil {
 		return r.fail("mmap", err)
 	}
-	got := append([]byte(nil), m[off:off+int64(n)]...)
+	var got []byte
+	if err := touchMap(func() { got = append([]byte(nil), m[off:off+int64(n)]...) }); err != nil {
+		unix.Munmap(m)
+		return r.fail("mapped read", err)
+	}
 	if err := unix.Munmap(m); err != nil {
 		return r.fail("munmap", err)
 	}
@@ -127,7 +146,10 @@ func (r *runner) opMapWrite() error {
 	if err != nil {
 		return r.fail("mmap", err)
 	}
-	copy(m[off:], buf)
+	if err := touchMap(func() { copy(m[off:], buf) }); err != nil {
+		unix.Munmap(m)
+		return r.fail("mapped write", err)
+	}
 	if err := retry(func() error { return unix.Msync(m, unix.MS_SYNC) }); err != nil {
 		unix.Munmap(m)
 		return r.fail("msync", err)
