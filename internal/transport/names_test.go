@@ -157,8 +157,8 @@ func mustRead(t *testing.T, p string) []byte {
 	return b
 }
 
-// TestChangeLostInFlightIsToldByTheServer: an unlink, a rename and a
-// creating open whose answers are lost with the link are settled by a
+// TestChangeLostInFlightIsToldByTheServer: an unlink, a rename, a mkdir
+// and a creating open whose answers are lost with the link are settled by a
 // look at the server on the new channel, not failed with ENOTCONN.
 func TestChangeLostInFlightIsToldByTheServer(t *testing.T) {
 	h, ts, dir := dialTest(t, 1, func(o *Options) { o.Timeout = 5 * time.Second })
@@ -187,6 +187,15 @@ func TestChangeLostInFlightIsToldByTheServer(t *testing.T) {
 		_, err := os.Lstat(filepath.Join(dir, "to"))
 		return err == nil
 	})
+	// The server makes the directory; the chmod that follows is never
+	// sent, so the look sets the permissions.
+	lost("mkdir", func() error { return h.Remote().Mkdir(bg, "dir", 0o750) }, func() bool {
+		_, err := os.Lstat(filepath.Join(dir, "dir"))
+		return err == nil
+	})
+	if fi, err := os.Lstat(filepath.Join(dir, "dir")); err != nil || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("directory made by a mkdir lost in flight: %v, %v, want mode 0750", fi.Mode(), err)
+	}
 	var f remote.File
 	lost("creating open", func() (err error) {
 		f, err = h.Remote().Open(bg, "new", os.O_RDWR|os.O_CREATE, 0o644)

@@ -134,12 +134,12 @@ func (r hostRemote) Readlink(ctx context.Context, p string) (string, error) {
 
 func (r hostRemote) Mkdir(ctx context.Context, p string, perm uint32) error {
 	abs := r.abs(p)
-	err := r.h.do(ctx, mutation, func(c *channel) error {
+	err := r.changeTold(ctx, func(c *channel) error {
 		if err := c.client.Mkdir(abs); err != nil {
 			return err
 		}
 		return c.client.Chmod(abs, os.FileMode(perm&07777))
-	})
+	}, r.mkdirOutcome(p, perm))
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeExists, probeFS)
 	}

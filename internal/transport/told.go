@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"os"
 	"syscall"
 )
 
@@ -11,7 +12,9 @@ import (
 // and it fails with ENOTCONN. Where a look at the server tells the outcome,
 // the change is settled instead, as NFS clients do with a retransmitted
 // request: an unlink whose name is found gone was made (ENOENT after a
-// cut means it went through); a rename whose old name is gone and whose
+// cut means it went through); a mkdir whose directory is found was made
+// (its permissions are set again, in case the lost request had not come
+// to that); a rename whose old name is gone and whose
 // new name exists was made; a name still there means the change was not
 // made, and it is sent again. The look cannot tell this change from the
 // same change made by someone else meanwhile (both leave the name as the
@@ -106,5 +109,28 @@ func (r hostRemote) renameOutcome(oldp, newp string) func(context.Context) verdi
 			}
 		}
 		return untold
+	}
+}
+
+// mkdirOutcome: a mkdir was made if a directory has the name (its
+// permissions are then set, as the lost request may not have), not made
+// if nothing has it.
+func (r hostRemote) mkdirOutcome(p string, perm uint32) func(context.Context) verdict {
+	return func(ctx context.Context) verdict {
+		a, err := r.stat(ctx, p, false)
+		switch {
+		case statusCode(err) == fxNoSuchFile:
+			return notMade
+		case err != nil || a.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+			return untold
+		}
+		abs := r.abs(p)
+		err = r.h.do(ctx, idempotent, func(c *channel) error {
+			return c.client.Chmod(abs, os.FileMode(perm&07777))
+		})
+		if err != nil {
+			return untold
+		}
+		return wasMade
 	}
 }
