@@ -15,24 +15,27 @@ import (
 type Kind int
 
 const (
-	Write    Kind = iota // pwrite at a random offset, possibly past EOF (sparse hole)
-	Read                 // pread of a random range, possibly crossing EOF
-	Truncate             // ftruncate up or down
-	MapRead              // mmap(PROT_READ) and compare a range
-	MapWrite             // mmap(MAP_SHARED) store + msync(MS_SYNC)
-	Append               // write through a separate O_APPEND descriptor
-	Fsync                // fsync or fdatasync
-	Reopen               // close and reopen, sometimes with O_TRUNC
-	Rename               // rename the open file to its other name (toggles)
-	Stat                 // stat by path and fstat, compare sizes
-	Sibling              // rewrite, check or unlink a small sibling file
-	Huge                 // pwrite beyond 4 GiB, check, truncate back down
+	Write     Kind = iota // pwrite at a random offset, possibly past EOF (sparse hole)
+	Read                  // pread of a random range, possibly crossing EOF
+	Truncate              // ftruncate up or down
+	MapRead               // mmap(PROT_READ) and compare a range
+	MapWrite              // mmap(MAP_SHARED) store + msync(MS_SYNC)
+	Append                // write through a separate O_APPEND descriptor
+	Fsync                 // fsync or fdatasync
+	Reopen                // close and reopen, sometimes with O_TRUNC
+	Rename                // rename the open file to its other name (toggles)
+	Stat                  // stat by path and fstat, compare sizes
+	Sibling               // rewrite, check or unlink a small sibling file
+	Huge                  // pwrite beyond 4 GiB, check, truncate back down
+	Fallocate             // fallocate: mode 0 (growing or inside) or FALLOC_FL_KEEP_SIZE
+	CopyRange             // copy_file_range inside the file or from a second file
 	numKinds
 )
 
 var kindNames = [numKinds]string{
 	"write", "read", "truncate", "mapread", "mapwrite", "append",
 	"fsync", "reopen", "rename", "stat", "sibling", "huge",
+	"fallocate", "copyrange",
 }
 
 func (k Kind) String() string {
@@ -78,6 +81,7 @@ func DefaultKinds() []Kind {
 var weights = [numKinds]int{
 	Write: 30, Read: 20, Truncate: 8, MapRead: 6, MapWrite: 6, Append: 8,
 	Fsync: 4, Reopen: 4, Rename: 3, Stat: 5, Sibling: 5, Huge: 1,
+	Fallocate: 4, CopyRange: 6,
 }
 
 // Options configure one run. The zero value of every field but Seed picks a
@@ -184,7 +188,8 @@ func Run(dir string, o Options) error {
 			filepath.Join(dir, o.Name),
 			filepath.Join(dir, o.Name+".moved"),
 		},
-		fd: -1,
+		fd:    -1,
+		srcFd: -1,
 	}
 	for _, k := range o.Kinds {
 		if k < 0 || k >= numKinds {
@@ -192,9 +197,15 @@ func Run(dir string, o Options) error {
 		}
 		r.total += weights[k]
 	}
+	for _, k := range o.Kinds {
+		if k == CopyRange {
+			r.src = filepath.Join(dir, o.Name+".src")
+		}
+	}
 	for i := 0; i < o.Siblings; i++ {
 		r.sibs = append(r.sibs, &sibling{path: filepath.Join(dir, fmt.Sprintf("%s.sib%d", o.Name, i))})
 	}
 	defer r.close()
+	defer r.closeSource()
 	return r.run()
 }

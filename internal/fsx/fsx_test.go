@@ -224,3 +224,26 @@ func TestAfterFsyncSeesTheReference(t *testing.T) {
 		t.Fatal("AfterFsync never ran")
 	}
 }
+
+func TestMapFaultIsAnError(t *testing.T) {
+	f, err := os.Create(t.TempDir() + "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(8192); err != nil {
+		t.Fatal(err)
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, 8192, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	if err := f.Truncate(0); err != nil { // the pages no longer exist: SIGBUS
+		t.Fatal(err)
+	}
+	var b byte
+	if err := touchMap(func() { b = m[4096] }); err == nil {
+		t.Fatalf("reading a page past the end of the file gave %d, want a fault", b)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,6 +96,20 @@ func (r *runner) mapRange() (int64, int) {
 	return off, int(min(int64(r.randLen()), size-off))
 }
 
+// touchMap runs f, which reads or writes a mapping of the file, turning
+// a fault (SIGBUS: the file system failed to supply a page) into an error
+// rather than a crash of the whole process.
+func touchMap(f func()) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("fault on the mapping: %v", p)
+		}
+	}()
+	f()
+	return nil
+}
+
 func (r *runner) opMapRead() error {
 	size := len(r.model)
 	if size == 0 {
@@ -107,7 +122,11 @@ func (r *runner) opMapRead() error {
 	if err != nil {
 		return r.fail("mmap", err)
 	}
-	got := append([]byte(nil), m[off:off+int64(n)]...)
+	var got []byte
+	if err := touchMap(func() { got = append([]byte(nil), m[off:off+int64(n)]...) }); err != nil {
+		unix.Munmap(m)
+		return r.fail("mapped read", err)
+	}
 	if err := unix.Munmap(m); err != nil {
 		return r.fail("munmap", err)
 	}
@@ -127,7 +146,10 @@ func (r *runner) opMapWrite() error {
 	if err != nil {
 		return r.fail("mmap", err)
 	}
-	copy(m[off:], buf)
+	if err := touchMap(func() { copy(m[off:], buf) }); err != nil {
+		unix.Munmap(m)
+		return r.fail("mapped write", err)
+	}
 	if err := retry(func() error { return unix.Msync(m, unix.MS_SYNC) }); err != nil {
 		unix.Munmap(m)
 		return r.fail("msync", err)
@@ -332,4 +354,101 @@ func (r *runner) opHuge() error {
 		return err
 	}
 	return r.checkRange("end after truncating back", size-4096, 4097)
+}
+
+// FALLOC_FL_KEEP_SIZE: allocate without changing the size.
+const fallocKeepSize = 0x01
+
+// opFallocate allocates a range with mode 0, which grows the file when the
+// range ends past it and leaves the contents alone, or with
+// FALLOC_FL_KEEP_SIZE, which changes neither size nor contents.
+func (r *runner) opFallocate() error {
+	size := int64(len(r.model))
+	var off int64
+	if size > 0 && r.rng.IntN(2) == 0 {
+		off = r.randOff(size) // starts inside the file
+	} else {
+		off = r.randOff(r.o.MaxSize)
+	}
+	n := max(1, min(int64(r.randLen()), r.o.MaxSize-off))
+	mode := uint32(0)
+	if r.rng.IntN(3) == 0 {
+		mode = fallocKeepSize
+	}
+	r.logf("fallocate off=%d len=%d keep_size=%v (size %d)", off, n, mode != 0, size)
+	if err := retry(func() error { return unix.Fallocate(r.fd, mode, off, n) }); err != nil {
+		return r.fail("fallocate", err)
+	}
+	if mode == 0 && off+n > size {
+		r.resizeModel(off + n)
+	}
+	if err := r.checkSize("after fallocate"); err != nil {
+		return err
+	}
+	from := min(off, size) - 4096
+	return r.checkRange("around the allocated range", from, int(max(off+n, size)-from)+1)
+}
+
+// opCopyRange copies with copy_file_range, either a range of the file to
+// a place in it that the range does not overlap (possibly past the end,
+// leaving a hole) or a range of the second file into it. A source range
+// crossing its file's end copies up to that end.
+func (r *runner) opCopyRange() error {
+	size := int64(len(r.model))
+	fromSelf := size > 0 && r.rng.IntN(2) == 0
+	srcFd, src := r.srcFd, r.srcData
+	if fromSelf {
+		srcFd, src = r.fd, r.model
+	}
+	srcOff := r.randOff(int64(len(src)) + 512)
+	n := int64(r.randLen())
+	dstOff := r.randOff(r.o.MaxSize)
+	n = max(1, min(n, r.o.MaxSize-dstOff))
+	if fromSelf && srcOff < dstOff+n && dstOff < srcOff+n {
+		// Overlapping ranges of one file are EINVAL: copy to just past the
+		// source range instead, if there is room.
+		dstOff = srcOff + n
+		if dstOff >= r.o.MaxSize {
+			r.logf("copyrange: skipped, no room for a copy that does not overlap")
+			return nil
+		}
+		n = min(n, r.o.MaxSize-dstOff)
+	}
+	name := "second file"
+	if fromSelf {
+		name = "itself"
+	}
+	r.logf("copyrange from %s off=%d to off=%d len=%d (size %d)", name, srcOff, dstOff, n, size)
+	// Each call copies from the source as it is then: a copy within the
+	// file that grew it may go on to copy the hole it left.
+	var done int64
+	for done < n {
+		if fromSelf {
+			src = r.model
+		}
+		so, do := srcOff+done, dstOff+done
+		var m int
+		err := retry(func() (err error) {
+			m, err = unix.CopyFileRange(srcFd, &so, r.fd, &do, int(n-done), 0)
+			return err
+		})
+		if err != nil {
+			return r.fail(fmt.Sprintf("copy_file_range after %d bytes", done), err)
+		}
+		avail := max(0, int64(len(src))-(srcOff+done))
+		if m == 0 && avail > 0 || int64(m) > avail {
+			return r.fail(fmt.Sprintf("copy_file_range copied %d bytes after %d, want %d", m, done, min(avail, n-done)), nil)
+		}
+		if m == 0 {
+			break // the source's end
+		}
+		data := append([]byte(nil), src[srcOff+done:srcOff+done+int64(m)]...)
+		r.setModel(dstOff+done, data)
+		done += int64(m)
+	}
+	if err := r.checkSize("after copy_file_range"); err != nil {
+		return err
+	}
+	from := min(dstOff, size)
+	return r.checkRange("read back", from, int(dstOff+done-from)+1)
 }

@@ -13,14 +13,17 @@ import (
 
 // runner holds the state of one run. It is used by one goroutine only.
 type runner struct {
-	o     Options
-	rng   *rand.Rand
-	names [2]string // the file under test and the name Rename moves it to
-	cur   int       // index into names of the file's current name
-	fd    int       // open O_RDWR descriptor of the file, -1 when closed
-	model []byte    // reference contents; len(model) is the reference size
-	sibs  []*sibling
-	total int // sum of the weights of the enabled kinds
+	o       Options
+	rng     *rand.Rand
+	names   [2]string // the file under test and the name Rename moves it to
+	cur     int       // index into names of the file's current name
+	fd      int       // open O_RDWR descriptor of the file, -1 when closed
+	model   []byte    // reference contents; len(model) is the reference size
+	sibs    []*sibling
+	src     string // second file CopyRange copies from, "" without CopyRange
+	srcFd   int    // its O_RDONLY descriptor
+	srcData []byte // its contents, written once at setup
+	total   int    // sum of the weights of the enabled kinds
 
 	op   int    // index of the current operation
 	what string // description of the current operation
@@ -49,6 +52,9 @@ func (r *runner) run() error {
 		}
 	}
 	if err := r.open(unix.O_CREAT | unix.O_TRUNC); err != nil {
+		return err
+	}
+	if err := r.openSource(); err != nil {
 		return err
 	}
 	for r.op = 0; r.op < r.o.NumOps; r.op++ {
@@ -104,6 +110,10 @@ func (r *runner) do(k Kind) error {
 		return r.opSibling()
 	case Huge:
 		return r.opHuge()
+	case Fallocate:
+		return r.opFallocate()
+	case CopyRange:
+		return r.opCopyRange()
 	}
 	return fmt.Errorf("fsx: unknown operation kind %d", int(k))
 }
@@ -179,6 +189,39 @@ func (r *runner) open(flags int) error {
 		r.model = r.model[:0]
 	}
 	return nil
+}
+
+// openSource writes the second file CopyRange copies from and opens it
+// for reading.
+func (r *runner) openSource() error {
+	if r.src == "" {
+		return nil
+	}
+	r.srcData = r.pattern(0, r.o.MaxLen)
+	for i := range r.srcData {
+		r.srcData[i] ^= 0x80 // unlike anything the file under test holds
+		if r.srcData[i] == 0 {
+			r.srcData[i] = 0x80
+		}
+	}
+	if err := os.WriteFile(r.src, r.srcData, 0o644); err != nil {
+		return r.fail("write copy source", err)
+	}
+	err := retry(func() (err error) {
+		r.srcFd, err = unix.Open(r.src, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return r.fail("open copy source", err)
+	}
+	return nil
+}
+
+func (r *runner) closeSource() {
+	if r.srcFd >= 0 {
+		unix.Close(r.srcFd)
+		r.srcFd = -1
+	}
 }
 
 func (r *runner) close() error {

@@ -37,9 +37,10 @@ import (
 type file struct {
 	h     *Host
 	r     hostRemote // the tree it was opened in
-	name  string     // tree path, for messages
-	abs   string
-	flags int // open flags for re-opening: without O_CREATE, O_EXCL, O_TRUNC
+	name  string     // tree path at open, for messages
+	abs   string     // current path (Host.logsMu; names.go)
+	gone  bool       // unlinked or renamed over here (Host.logsMu)
+	flags int        // open flags for re-opening: without O_CREATE, O_EXCL, O_TRUNC
 	write bool
 
 	// created: the attributes once this open created the file (createdOK),
@@ -73,6 +74,12 @@ var _ remote.File = (*file)(nil)
 
 // errChanged marks a file found changed underneath after a re-open.
 var errChanged = fmt.Errorf("file changed on the remote while reopening: %w", syscall.EIO)
+
+// lostForGood reports whether a re-open failed for good: the file changed
+// underneath or lost its name (errGone).
+func lostForGood(err error) bool {
+	return errors.Is(err, errChanged) || errors.Is(err, errGone)
+}
 
 const reopenMask = os.O_CREATE | os.O_EXCL | os.O_TRUNC
 
@@ -119,14 +126,24 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 			f.created, f.createdOK = created, fresh
 			f.log = lg
 			f.start(c, sf, fresh || flags&os.O_TRUNC != 0)
+			r.h.register(f)
 			return f, nil
 		}
-		if isAnswer(err) || gaveUp(err) || k == mutation {
+		if isAnswer(err) || gaveUp(err) || k == mutation && !resendable(flags) {
 			r.h.releaseLogIf(f.abs, lg)
 			return nil, r.openFailure(ctx, p, flags, c, err)
 		}
 		c.kill(err)
 	}
+}
+
+// resendable reports whether an open with flags may be sent again after
+// its channel died with it unanswered: one that creates the file without
+// O_EXCL or O_TRUNC ends with the file existing and opened whether or not
+// the lost one was made (told.go). If the lost open created the file, the
+// file keeps the permissions the server gave it rather than perm.
+func resendable(flags int) bool {
+	return flags&(os.O_EXCL|os.O_TRUNC) == 0
 }
 
 // openFailure explains a failed open; after a creating one it probes
@@ -304,7 +321,7 @@ func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
 			c.begin()
 			f.mu.Unlock()
 			return c, sf, nil
-		case errors.Is(err, errChanged):
+		case lostForGood(err):
 			f.mu.Lock()
 			f.broken = err
 			f.mu.Unlock()
@@ -322,8 +339,12 @@ func (f *file) reopen(ctx context.Context) (*channel, *sftp.File, error) {
 func (f *file) openChecked(ctx context.Context, c *channel, replay bool) (*sftp.File, error) {
 	var sf *sftp.File
 	err := f.h.run(ctx, c, idempotent, func() error {
+		abs, gone := f.where()
+		if gone {
+			return errGone
+		}
 		var err error
-		if sf, err = c.client.OpenFile(f.abs, f.flags); err != nil {
+		if sf, err = c.client.OpenFile(abs, f.flags); err != nil {
 			return err
 		}
 		if replay && f.log != nil {
@@ -884,8 +905,12 @@ func (f *file) Close(ctx context.Context) error {
 	primary, handles, broken := f.primary, f.handles, f.broken
 	f.handles, f.raws = nil, nil
 	f.mu.Unlock()
+	f.h.unregister(f)
 	if f.log != nil {
-		defer f.h.releaseLog(f.abs, f.log)
+		defer func() {
+			abs, _ := f.where()
+			f.h.releaseLog(abs, f.log)
+		}()
 	}
 	for c, sf := range handles {
 		if c != primary && !c.isDead() {
@@ -933,7 +958,7 @@ func (f *file) closeReplayed(ctx context.Context) error {
 			c.begin()
 			err = f.h.run(ctx, c, mutation, sf.Close, nil)
 		}
-		if final(err) || errors.Is(err, errChanged) {
+		if final(err) || lostForGood(err) {
 			return err
 		}
 		c.kill(err)

@@ -85,10 +85,11 @@ type Host struct {
 	gid   uint32
 	uidOK bool
 
-	x       execState // remote commands (exec.go)
-	askFor  string    // with a Password: the user@host it answers prompts of
-	logsMu  sync.Mutex
+	x       execState           // remote commands (exec.go)
+	askFor  string              // with a Password: the user@host it answers prompts of
+	logsMu  sync.Mutex          // guards logs, files and every file's abs and gone
 	logs    map[string]*fileLog // per remote path: writable handles' shared log (journal.go)
+	files   map[*file]struct{}  // open files, whose names follow renames (names.go)
 	dialed  atomic.Bool         // Dial succeeded: ssh's complaints are news from now on
 	reqs    reqCounters
 	ages    inflight.Table // the requests run through pkg/sftp (call.go), while they run

@@ -149,7 +149,8 @@ func (r hostRemote) MkdirAttr(ctx context.Context, p string, perm uint32) (remot
 func (r hostRemote) mkdir(ctx context.Context, p string, perm uint32, stat bool) (remote.Attr, error) {
 	abs := r.abs(p)
 	var a remote.Attr
-	err := r.h.do(ctx, mutation, func(c *channel) error {
+	filled := false
+	err := r.changeTold(ctx, func(c *channel) error {
 		if err := c.client.Mkdir(abs); err != nil {
 			return err
 		}
@@ -171,10 +172,21 @@ func (r hostRemote) mkdir(ctx context.Context, p string, perm uint32, stat bool)
 		if serr != nil {
 			return serr
 		}
-		a = attrOf(fi)
+		a, filled = attrOf(fi), true
 		a.Mode = a.Mode&^07777 | perm&07777
 		return nil
-	})
+	}, r.mkdirOutcome(p, perm))
+	if err == nil && stat && !filled {
+		// The mkdir was found made after its answer was lost with its
+		// connection (told.go): its attributes are asked for now.
+		fa, serr := r.stat(ctx, p, false)
+		if serr != nil {
+			err = serr
+		} else {
+			a = fa
+			a.Mode = a.Mode&^07777 | perm&07777
+		}
+	}
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeExists, probeFS)
 	}
@@ -186,9 +198,12 @@ func (r hostRemote) mkdir(ctx context.Context, p string, perm uint32, stat bool)
 // knows, so that fallback only matters if the remote changed underneath.
 func (r hostRemote) Remove(ctx context.Context, p string) error {
 	abs := r.abs(p)
-	err := r.h.do(ctx, mutation, func(c *channel) error { return c.client.Remove(abs) })
+	err := r.changeTold(ctx, func(c *channel) error { return c.client.Remove(abs) }, r.removeOutcome(p))
 	if isFailure(err) {
 		err = r.settle(ctx, p, err, probeIsDir, probeFS)
+	}
+	if err == nil {
+		r.h.removed(abs)
 	}
 	return r.fail("remove", p, err)
 }
@@ -216,16 +231,19 @@ func (r hostRemote) Rename(ctx context.Context, oldp, newp string, noReplace boo
 		}
 	}
 	oldAbs, newAbs := r.abs(oldp), r.abs(newp)
-	err := r.h.do(ctx, mutation, func(c *channel) error {
+	err := r.changeTold(ctx, func(c *channel) error {
 		if !noReplace && c.ext("posix-rename@openssh.com") {
 			return c.client.PosixRename(oldAbs, newAbs)
 		}
 		return c.client.Rename(oldAbs, newAbs)
-	})
+	}, r.renameOutcome(oldp, newp))
 	if isFailure(err) && noReplace {
 		err = r.settle(ctx, newp, err, probeExists, probeFS)
 	} else if isFailure(err) {
 		err = r.settleRename(ctx, oldp, newp, err)
+	}
+	if err == nil {
+		r.h.moved(oldAbs, newAbs)
 	}
 	return r.fail("rename", oldp+" -> "+newp, err)
 }

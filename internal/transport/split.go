@@ -178,7 +178,7 @@ func (f *file) handleOn(ctx context.Context, c *channel) (*sftp.File, error) {
 	}
 	sf, err := f.openChecked(ctx, c, false)
 	if err != nil {
-		if errors.Is(err, errChanged) {
+		if lostForGood(err) {
 			f.mu.Lock()
 			f.noSplit = true
 			f.mu.Unlock()
