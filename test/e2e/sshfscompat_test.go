@@ -192,7 +192,8 @@ func TestLogFile(t *testing.T) {
 }
 
 // TestMakeInstall: make install puts the binary, the manual page and the
-// completions below DESTDIR and PREFIX, and the binary installed runs.
+// completions below DESTDIR and PREFIX, and the binary installed runs
+// (the one the tests built: BIN).
 func TestMakeInstall(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")
@@ -200,7 +201,7 @@ func TestMakeInstall(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	dest := t.TempDir()
-	out, err := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "PREFIX=/opt/sshfsm").CombinedOutput()
+	out, err := exec.Command("make", "-C", root, "install", "DESTDIR="+dest, "PREFIX=/opt/sshfsm", "BIN="+binary(t)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
