@@ -54,7 +54,9 @@ func parseTree(base string, depth, max int, r io.Reader) (*treeReport, error) {
 // stream delivered a byte at a time, and read back the same listings from
 // find's output for them.
 func FuzzTreeListing(f *testing.F) {
-	rec := func(y, p string) string { return "\x01" + y + " 755 0 1 2 10.5 20.25 2049 1234 1 30.1234567890 " + p + "\x00" }
+	rec := func(y, p string) string {
+		return "\x01" + y + " 755 0 1 2 10.5 20.25 2049 1234 1 30.1234567890 " + p + "\x00"
+	}
 	f.Add([]byte(""), []byte(rec("d", "a")+rec("f", "a/1")+rec("d", "a/b")+rec("f", "a/b/2")+rec("f", "c")), false, uint8(2), uint16(100))
 	f.Add([]byte("motd\r\n"), []byte(rec("d", "a")+"find: './a': Permission denied\n"+rec("f", "b")), true, uint8(2), uint16(100))
 	f.Add([]byte(""), []byte(rec("d", "sp ace\nnl")+rec("f", "sp ace\nnl/\x01 x\\")+rec("D", "door")), false, uint8(1), uint16(2))
