@@ -210,7 +210,7 @@ func (p *prefetcher) list(job prefetchJob) {
 	var ents []remote.DirEntry
 	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
 		var err error
-		ents, err = p.f.ns.ReadDir(ctx, dir)
+		ents, err = p.f.readDir(ctx, dir)
 		return ents, err
 	}
 	done := make(chan struct{})
@@ -225,7 +225,7 @@ func (p *prefetcher) list(job prefetchJob) {
 // read of dir does: tools that stat paths (git status, make) walk the tree
 // through lookups without reading every directory first.
 func (f *filesys) listAhead(ctx context.Context, dir string) ([]remote.DirEntry, error) {
-	ents, err := f.ns.ReadDir(ctx, dir)
+	ents, err := f.readDir(ctx, dir)
 	if err == nil {
 		f.pre.read(dir, ents, false)
 	}

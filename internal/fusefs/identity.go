@@ -1,0 +1,55 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+
+	"sshfsm/internal/remote"
+)
+
+// The server's identity of its files (inode number, device, link count
+// and change time) comes with tree listings only: SFTP carries none of
+// it. git, for one, records st_ino and st_ctime in its index and takes a
+// file whose numbers differ for changed, reading it whole. So when the
+// mount shows server inode numbers (Options.ServerInodes), directories
+// are listed by one-level tree listings, and what a later SFTP request
+// returns keeps what a listing said (remote.KeepIdentity): the numbers
+// never flip between sources.
+
+// readDir lists dir, by a tree listing of one level when the mount shows
+// server inode numbers and the namespace can list trees, so that its
+// entries carry their identity.
+func (f *filesys) readDir(ctx context.Context, dir string) ([]remote.DirEntry, error) {
+	tl, ok := f.ns.(remote.TreeLister)
+	if !ok || !f.opts.ServerInodes || f.noTree.Load() {
+		return f.ns.ReadDir(ctx, dir)
+	}
+	var ents []remote.DirEntry
+	listed := false
+	err := tl.ListTree(ctx, dir, 0, func(d string, e []remote.DirEntry) {
+		if d == dir {
+			ents, listed = e, true
+		}
+	})
+	switch {
+	case errors.Is(err, remote.ErrTreeUnsupported):
+		f.noTree.Store(true)
+	case err != nil:
+		return nil, err
+	case listed:
+		return ents, nil
+	}
+	// The listing could not read dir, or the server cannot list trees:
+	// READDIR says why, or lists it.
+	return f.ns.ReadDir(ctx, dir)
+}
+
+// inoOf returns the inode number of path p whose file has attributes a:
+// the server's when the mount shows those and a tells it, else (and for
+// a path numbered before) the table's.
+func (f *filesys) inoOf(p string, a remote.Attr) uint64 {
+	if f.opts.ServerInodes && a.HasIdentity() {
+		return f.inos.serverIno(p, a)
+	}
+	return f.inos.get(p)
+}
