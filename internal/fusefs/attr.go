@@ -28,7 +28,7 @@ func (f *filesys) fillAttr(out *fuse.Attr, a remote.Attr) {
 	out.Uid, out.Gid = f.localIDs(a.UID, a.GID)
 	setTime(&out.Atime, &out.Atimensec, a.Atime)
 	setTime(&out.Mtime, &out.Mtimensec, a.Mtime)
-	if a.HasIdentity() {
+	if a.HasIdentity() && f.serverIDs() {
 		// A tree listing told them (identity.go). A directory's count
 		// stays 1 ("unknown" to walkers such as find): a union's merges
 		// the subdirectories of several.

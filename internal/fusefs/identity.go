@@ -21,7 +21,7 @@ import (
 // entries carry their identity.
 func (f *filesys) readDir(ctx context.Context, dir string) ([]remote.DirEntry, error) {
 	tl, ok := f.ns.(remote.TreeLister)
-	if !ok || !f.opts.ServerInodes || f.noTree.Load() {
+	if !ok || !f.serverIDs() || f.noTree.Load() {
 		return f.ns.ReadDir(ctx, dir)
 	}
 	var ents []remote.DirEntry
@@ -48,8 +48,15 @@ func (f *filesys) readDir(ctx context.Context, dir string) ([]remote.DirEntry, e
 // the server's when the mount shows those and a tells it, else (and for
 // a path numbered before) the table's.
 func (f *filesys) inoOf(p string, a remote.Attr) uint64 {
-	if f.opts.ServerInodes && a.HasIdentity() {
+	if f.serverIDs() && a.HasIdentity() {
 		return f.inos.serverIno(p, a)
 	}
 	return f.inos.get(p)
 }
+
+// serverIDs reports whether the mount shows the server's identities. It
+// needs the listing cache: without it lookups ask SFTP, which has none,
+// and a file's number would depend on whether a lookup or a directory
+// read met it first. Everything else shows numbers, ctime and link
+// counts of its own, whatever a listing tells.
+func (f *filesys) serverIDs() bool { return f.opts.ServerInodes && f.dirs.Enabled() }

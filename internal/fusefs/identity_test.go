@@ -1,0 +1,82 @@
+package fusefs
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"sshfsm/internal/testenv"
+)
+
+func lstatT(t *testing.T, p string) syscall.Stat_t {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A mount of one host shows the server's inode numbers, change times and
+// link counts (git compares them with its index), the names of a hard
+// link as one file, and keeps them through the mount's own changes: a
+// chmod moves ctime forward, and it stays where it moved.
+func TestServerInodesShown(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	dir := filepath.Join(th.Dir, "d")
+	for _, p := range []string{dir, filepath.Join(dir, "sub")} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"a", "b", "sub/c"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "b"), filepath.Join(dir, "sub", "b2")); err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOpts()
+	o.ServerInodes = true
+	tm, _ := mountSSH(t, th, o)
+	for _, n := range []string{"a", "b", "sub/c", "sub/b2"} {
+		srv, got := lstatT(t, filepath.Join(dir, n)), lstatT(t, tm.path("d/"+n))
+		if got.Ino != srv.Ino || got.Ctim != srv.Ctim || got.Nlink != srv.Nlink {
+			t.Errorf("%s: ino %d ctime %v nlink %d; the server says %d %v %d",
+				n, got.Ino, got.Ctim, got.Nlink, srv.Ino, srv.Ctim, srv.Nlink)
+		}
+	}
+	if lstatT(t, tm.path("d/b")).Ino != lstatT(t, tm.path("d/sub/b2")).Ino {
+		t.Error("the names of a hard link are two files")
+	}
+
+	before := lstatT(t, tm.path("d/a"))
+	if err := os.Chmod(tm.path("d/a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	after := lstatT(t, tm.path("d/a"))
+	moved := time.Unix(after.Ctim.Unix()).After(time.Unix(before.Ctim.Unix()))
+	if after.Ino != before.Ino || !moved {
+		t.Errorf("after chmod: ino %d ctime %v, before %d %v", after.Ino, after.Ctim, before.Ino, before.Ctim)
+	}
+	if again := lstatT(t, tm.path("d/a")); again.Ctim != after.Ctim || again.Ino != after.Ino {
+		t.Errorf("ctime flipped: %v then %v", after.Ctim, again.Ctim)
+	}
+}
+
+// Without ServerInodes (several hosts) numbers are hashes of the paths and
+// ctime is the mtime, whatever the listings tell.
+func TestServerInodesOff(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	if err := os.WriteFile(filepath.Join(th.Dir, "a"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm, _ := mountSSH(t, th, walkOpts())
+	st := lstatT(t, tm.path("a"))
+	if st.Ino != hashIno("a") || st.Ctim != st.Mtim {
+		t.Errorf("ino %d ctime %v mtime %v: want the hash %d and the mtime", st.Ino, st.Ctim, st.Mtim, hashIno("a"))
+	}
+}
