@@ -87,8 +87,10 @@ func noFetch(t *testing.T) Fetcher {
 }
 
 // Everything a listing answers with survives a snapshot: names in their
-// order (odd bytes included), attributes to the nanosecond, zero times,
-// unknown entries, and the root's attributes. Removed names stay removed.
+// order (odd bytes included), attributes to the nanosecond, the server's
+// identity (inode number, device, links, ctime) where a tree listing told
+// it, zero times, unknown entries, and the root's attributes. Removed
+// names stay removed.
 func TestSnapshotRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "meta", "snap")
 	root := dirAttr()
@@ -96,6 +98,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	d := persisted(t, path, Auto, nil, PersistOptions{Root: func() (remote.Attr, time.Time) { return root, rootAt }})
 	odd := file(7, 1_650_000_000)
 	odd.Mtime = time.Unix(1_650_000_000, 123456789)
+	odd.Dev, odd.Ino, odd.Nlink, odd.Ctime = 1<<40+3, 1<<63+77, 2, time.Unix(1_650_000_001, 987654321)
+	root.Dev, root.Ino, root.Nlink, root.Ctime = 2049, 2, 5, time.Unix(1_600_000_001, 1)
 	zero := remote.Attr{Mode: syscall.S_IFLNK | 0o777, Size: 3}
 	want := map[string][]remote.DirEntry{
 		"": {{Name: "b", Attr: dirAttr()}, {Name: "a", Attr: file(1, 1)}},
@@ -206,6 +210,9 @@ func TestSnapshotRefused(t *testing.T) {
 	}
 	version := bytes.Clone(good)
 	binary.LittleEndian.PutUint32(version[len(snapMagic):], snapVersion+1)
+	// One of before: its listings lack what this version keeps.
+	older := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(older[len(snapMagic):], snapVersion-1)
 	// A body that decodes badly behind a good checksum: a count past
 	// the end.
 	lying := bytes.Clone(good)
@@ -218,6 +225,7 @@ func TestSnapshotRefused(t *testing.T) {
 		"flipped":    flip(len(good) / 2),
 		"magic":      flip(0),
 		"version":    resum(version),
+		"older":      resum(older),
 		"longer":     append(bytes.Clone(good), 0),
 		"lying":      resum(lying),
 	}
