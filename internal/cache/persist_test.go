@@ -441,9 +441,21 @@ func settle(t *testing.T, d *Dirs) {
 // after its first answer.
 func TestAutoRevalidatesDirectories(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "snap")
-	saveTree(t, path, sampleTree())
+	// A file replaced on the server keeping size and mtime (another
+	// inode) has changed too; one whose identity only one listing tells
+	// has not.
+	identified := func(ino uint64) remote.Attr {
+		a := file(6, 6)
+		a.Dev, a.Ino, a.Nlink, a.Ctime = 1, ino, 1, time.Unix(7, 0)
+		return a
+	}
+	saved := sampleTree()
+	saved["a"] = append(saved["a"], remote.DirEntry{Name: "replaced", Attr: identified(10)},
+		remote.DirEntry{Name: "told once", Attr: identified(12)})
+	saveTree(t, path, saved)
 	remoteNow := sampleTree()
-	remoteNow["a"] = []remote.DirEntry{{Name: "b", Attr: dirAttr()}, {Name: "f", Attr: file(20, 9)}, {Name: "new", Attr: file(1, 1)}}
+	remoteNow["a"] = []remote.DirEntry{{Name: "b", Attr: dirAttr()}, {Name: "f", Attr: file(20, 9)}, {Name: "new", Attr: file(1, 1)},
+		{Name: "replaced", Attr: identified(11)}, {Name: "told once", Attr: file(6, 6)}}
 	f := &fetches{tree: remoteNow}
 	var ch changes
 	c := newClock()
@@ -469,7 +481,8 @@ func TestAutoRevalidatesDirectories(t *testing.T) {
 	for _, nc := range got[0].Names {
 		names[nc.Name] = nc
 	}
-	if len(names) != 3 || names["g"].Exists || !names["new"].Exists || names["f"].Attr.Size != 20 {
+	if len(names) != 4 || names["g"].Exists || !names["new"].Exists || names["f"].Attr.Size != 20 ||
+		names["replaced"].Attr.Ino != 11 {
 		t.Errorf("changed names %+v", got[0].Names)
 	}
 	if _, st := d.Peek("a", "new"); st != Hit {
