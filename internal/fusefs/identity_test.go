@@ -3,6 +3,7 @@ package fusefs
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -78,5 +79,26 @@ func TestServerInodesOff(t *testing.T) {
 	st := lstatT(t, tm.path("a"))
 	if st.Ino != hashIno("a") || st.Ctim != st.Mtim {
 		t.Errorf("ino %d ctime %v mtime %v: want the hash %d and the mtime", st.Ino, st.Ctim, st.Mtim, hashIno("a"))
+	}
+}
+
+// A mount showing server identities lists each directory by a remote
+// command, far dearer than READDIR: a single look lists the level ahead
+// with one tree listing, not one command per subdirectory.
+func TestServerInodesLookAheadInOneCommand(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	walkTree(t, th.Dir, 4, 0)
+	o := walkOpts()
+	o.ServerInodes = true
+	tm, h := mountSSH(t, th, o)
+	ents, err := os.ReadDir(tm.mnt)
+	if err != nil || len(ents) != 5 {
+		t.Fatalf("%d entries, %v", len(ents), err)
+	}
+	testenv.Eventually(t, "the level ahead listed", func() bool {
+		return strings.Contains(tm.logs.String(), `msg="bulk listing" dir="" depth=1`)
+	})
+	if n := h.Stats().Requests["exec"]; n != 2 {
+		t.Errorf("%d commands for a look at a directory of 4 subdirectories; want its listing and one for the level ahead", n)
 	}
 }
