@@ -439,7 +439,7 @@ func (c *countingSource) Read(p []byte) (int, error) {
 }
 
 func TestTreeRecordAttributes(t *testing.T) {
-	rel, typ, a, err := parseTreeRecord([]byte("l 777 7 1000 100 -2.5000000000 4294967296.0000000001 d/name with spaces "))
+	rel, typ, a, err := parseTreeRecord([]byte("l 777 7 1000 100 -2.5000000000 4294967296.0000000001 2049 5 1 3.0 d/name with spaces "))
 	if err != nil || typ != 'l' || rel != "d/name with spaces " {
 		t.Fatalf("%q %c %v", rel, typ, err)
 	}
@@ -449,11 +449,12 @@ func TestTreeRecordAttributes(t *testing.T) {
 		!a.Atime.Equal(want.Atime) || !a.Mtime.Equal(want.Mtime) {
 		t.Errorf("got %+v, want %+v", a, want)
 	}
-	if _, _, a, _ := parseTreeRecord([]byte("d 7755 4096 0 0 1 1 x")); a.Mode != syscall.S_IFDIR|0o7755 {
+	if _, _, a, _ := parseTreeRecord([]byte("d 7755 4096 0 0 1 1 1 1 1 1 x")); a.Mode != syscall.S_IFDIR|0o7755 {
 		t.Errorf("mode %o", a.Mode)
 	}
-	for _, bad := range []string{"f 644 0 0 0 1 1", "f 9 0 0 0 1 1 x", "f 644 -1 0 0 1 1 x", "ff 644 0 0 0 1 1 x", "f 644 0 0 0 1.0 x.1 x",
-		"f 644 0 4294967296 0 1 1 x", "f 77777777777 0 0 0 1 1 x", "f 644 18446744073709551616 0 0 1 1 x", "f 644 0 0 0 - 1 x"} {
+	for _, bad := range []string{"f 644 0 0 0 1 1 1 1 1 1", "f 9 0 0 0 1 1 1 1 1 1 x", "f 644 -1 0 0 1 1 1 1 1 1 x",
+		"ff 644 0 0 0 1 1 1 1 1 1 x", "f 644 0 0 0 1.0 x.1 1 1 1 1 x", "f 644 0 4294967296 0 1 1 1 1 1 1 x",
+		"f 77777777777 0 0 0 1 1 1 1 1 1 x", "f 644 18446744073709551616 0 0 1 1 1 1 1 1 x", "f 644 0 0 0 - 1 1 1 1 1 x"} {
 		if _, _, _, err := parseTreeRecord([]byte(bad)); !errors.Is(err, errTreeRecord) {
 			t.Errorf("%q: %v", bad, err)
 		}
