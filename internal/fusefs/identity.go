@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"sshfsm/internal/remote"
 )
@@ -60,3 +61,17 @@ func (f *filesys) inoOf(p string, a remote.Attr) uint64 {
 // read met it first. Everything else shows numbers, ctime and link
 // counts of its own, whatever a listing tells.
 func (f *filesys) serverIDs() bool { return f.opts.ServerInodes && f.dirs.Enabled() }
+
+// replacedOnServer reports whether a, which a tree listing told, is
+// another file than the one old was made for: the server's device or
+// inode number differ. Directories keep their node (what lies below
+// them, and a shell's working directory, would be cut off).
+func (f *filesys) replacedOnServer(old *node, a remote.Attr) bool {
+	if !f.serverIDs() || !a.HasIdentity() || a.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return false
+	}
+	old.mu.Lock()
+	was := old.last
+	old.mu.Unlock()
+	return was.HasIdentity() && (was.Dev != a.Dev || was.Ino != a.Ino)
+}

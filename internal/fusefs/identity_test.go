@@ -102,3 +102,53 @@ func TestServerInodesLookAheadInOneCommand(t *testing.T) {
 		t.Errorf("%d commands for a look at a directory of 4 subdirectories; want its listing and one for the level ahead", n)
 	}
 }
+
+// A file the server replaces (another inode at the same path) is another
+// file through the mount too, as on a local disk: the name shows the new
+// number, while a descriptor opened before keeps the old file.
+func TestServerReplacedFileIsAnotherFile(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	srv := filepath.Join(th.Dir, "f")
+	if err := os.WriteFile(srv, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOpts()
+	o.ServerInodes = true
+	o.AttrTimeout, o.EntryTimeout, o.DirCacheTimeout = 0, 0, 50*time.Millisecond
+	tm, _ := mountSSH(t, th, o)
+	if _, err := os.ReadDir(tm.mnt); err != nil {
+		t.Fatal(err)
+	}
+	before := lstatT(t, tm.path("f"))
+	if before.Ino != lstatT(t, srv).Ino {
+		t.Fatalf("ino %d, the server's %d", before.Ino, lstatT(t, srv).Ino)
+	}
+	f, err := os.Open(tm.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	if err := os.WriteFile(srv+".new", []byte("new!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(srv+".new", srv); err != nil {
+		t.Fatal(err)
+	}
+	now := lstatT(t, srv).Ino
+	testenv.Eventually(t, "the replaced file's number shown", func() bool {
+		var st syscall.Stat_t
+		return syscall.Lstat(tm.path("f"), &st) == nil && st.Ino == now
+	})
+	if b, err := os.ReadFile(tm.path("f")); err != nil || string(b) != "new!" {
+		t.Errorf("the name reads %q, %v", b, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || st.Ino != before.Ino {
+		t.Errorf("the descriptor opened before: ino %d, %v; want %d", st.Ino, err, before.Ino)
+	}
+	b := make([]byte, 8)
+	if n, err := f.ReadAt(b, 0); string(b[:n]) != "old" {
+		t.Errorf("the descriptor opened before reads %q, %v", b[:n], err)
+	}
+}

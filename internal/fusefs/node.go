@@ -185,8 +185,17 @@ func (n *node) newChild(ctx context.Context, name, p string, a remote.Attr, end 
 func (n *node) newChildIno(ctx context.Context, name, p string, ino uint64, a remote.Attr, end uint64, out *fuse.EntryOut) *fs.Inode {
 	typ := fileType(a)
 	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Mode == typ {
-		ch.Operations().(*node).report(a, end, &out.Attr)
-		return ch
+		old := ch.Operations().(*node)
+		if !n.fsys.replacedOnServer(old, a) {
+			old.report(a, end, &out.Attr)
+			return ch
+		}
+		// Another file now has this name on the server: as on a local
+		// disk (or NFS), the name gets a node and number of its own, and
+		// the old node, which open files may hold, keeps its number
+		// until the kernel forgets it.
+		old.detach(p)
+		ino = 0
 	}
 	if ino == 0 {
 		ino = n.fsys.inoOf(p, a)
