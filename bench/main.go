@@ -179,6 +179,7 @@ func run(ctx context.Context, c *config) error {
 		{"fio", runFio},
 		{"meta", runMeta},
 		{"rtt", runRTT},
+		{"rtt", runGitFirst},
 		{"cache", runCache},
 		{"rss", runRSS},
 		{"replica", runReplica},

@@ -90,6 +90,10 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if len(eps) == 1 {
 		fo.MountPrefix = first.Root()
 		fo.MountPrefixAt = cfg.Branches[eps[0].branch].Name
+		// One host numbers its files once: its inode numbers can be
+		// shown (those of several hosts would collide, and which file
+		// got a number would depend on the order of lookups).
+		fo.ServerInodes = true
 	}
 	fo.RemoteUID, fo.RemoteGID, fo.RemoteIDsKnown = t.remoteUser()
 	fo.Cache = cache.New(cfg.Cache.DirCacheTimeout, nil)

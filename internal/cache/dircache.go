@@ -489,6 +489,9 @@ func (d *Dirs) Set(dir, name string, a remote.Attr) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if l := d.touchLocked(dir); l != nil {
+		if old, ok := l.names[name]; ok && !old.stale && !old.gone {
+			a = remote.KeepIdentity(old.attr, a, time.Now())
+		}
 		d.putLocked(l, name, entry{attr: a})
 	}
 }
@@ -571,6 +574,9 @@ func (d *Dirs) Refresh(dir, name string, a remote.Attr) {
 	e, ok := l.names[name]
 	if !ok || e.gone || (!e.stale && !attrDiffers(e.attr, a)) {
 		return
+	}
+	if !e.stale {
+		a = remote.KeepIdentity(e.attr, a, time.Now())
 	}
 	l.names[name] = entry{attr: a}
 	d.changes++

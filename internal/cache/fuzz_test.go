@@ -128,5 +128,6 @@ func describeAttr(a remote.Attr) string {
 		}
 		return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond())
 	}
-	return fmt.Sprintf("%o %d %d %d %s %s", a.Mode, a.Size, a.UID, a.GID, tm(a.Atime), tm(a.Mtime))
+	return fmt.Sprintf("%o %d %d %d %s %s %d %d %d %s", a.Mode, a.Size, a.UID, a.GID, tm(a.Atime), tm(a.Mtime),
+		a.Dev, a.Ino, a.Nlink, tm(a.Ctime))
 }

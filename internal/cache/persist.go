@@ -43,12 +43,16 @@ import (
 // per entry its name, a
 // flag byte (1: attributes unknown) and, if known, its attributes), then a
 // byte 0. Strings are a uvarint length and the bytes; an attr is mode,
-// size, uid and gid as uvarints and atime and mtime as seconds (varint) and
-// nanoseconds (uvarint). A file that fails any check is ignored whole.
+// size, uid and gid as uvarints, atime and mtime as seconds (varint) and
+// nanoseconds (uvarint), then the server's inode number (uvarint, 0:
+// unknown) and, if known, device and link count (uvarints) and ctime (a
+// time). The identity is kept so that a remount shows the numbers the
+// last mount showed (git compares them with its index). A file that fails
+// any check, or of another version, is ignored whole.
 
 const (
 	snapMagic   = "SSHFSMMD"
-	snapVersion = 2
+	snapVersion = 3
 	snapHeader  = len(snapMagic) + 4
 	snapTrailer = 8 + 4
 
@@ -564,7 +568,14 @@ func appendAttr(buf []byte, a remote.Attr) []byte {
 	buf = binary.AppendUvarint(buf, uint64(a.UID))
 	buf = binary.AppendUvarint(buf, uint64(a.GID))
 	buf = appendTime(buf, a.Atime)
-	return appendTime(buf, a.Mtime)
+	buf = appendTime(buf, a.Mtime)
+	buf = binary.AppendUvarint(buf, a.Ino)
+	if !a.HasIdentity() {
+		return buf
+	}
+	buf = binary.AppendUvarint(buf, a.Dev)
+	buf = binary.AppendUvarint(buf, a.Nlink)
+	return appendTime(buf, a.Ctime)
 }
 
 func appendTime(buf []byte, t time.Time) []byte {
@@ -731,8 +742,12 @@ func (r *reader) string() string {
 }
 
 func (r *reader) attr() remote.Attr {
-	return remote.Attr{Mode: uint32(r.uvarint()), Size: r.uvarint(), UID: uint32(r.uvarint()),
+	a := remote.Attr{Mode: uint32(r.uvarint()), Size: r.uvarint(), UID: uint32(r.uvarint()),
 		GID: uint32(r.uvarint()), Atime: r.time(), Mtime: r.time()}
+	if a.Ino = r.uvarint(); a.HasIdentity() {
+		a.Dev, a.Nlink, a.Ctime = r.uvarint(), r.uvarint(), r.time()
+	}
+	return a
 }
 
 func (r *reader) time() time.Time {

@@ -87,8 +87,10 @@ func noFetch(t *testing.T) Fetcher {
 }
 
 // Everything a listing answers with survives a snapshot: names in their
-// order (odd bytes included), attributes to the nanosecond, zero times,
-// unknown entries, and the root's attributes. Removed names stay removed.
+// order (odd bytes included), attributes to the nanosecond, the server's
+// identity (inode number, device, links, ctime) where a tree listing told
+// it, zero times, unknown entries, and the root's attributes. Removed
+// names stay removed.
 func TestSnapshotRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "meta", "snap")
 	root := dirAttr()
@@ -96,6 +98,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	d := persisted(t, path, Auto, nil, PersistOptions{Root: func() (remote.Attr, time.Time) { return root, rootAt }})
 	odd := file(7, 1_650_000_000)
 	odd.Mtime = time.Unix(1_650_000_000, 123456789)
+	odd.Dev, odd.Ino, odd.Nlink, odd.Ctime = 1<<40+3, 1<<63+77, 2, time.Unix(1_650_000_001, 987654321)
+	root.Dev, root.Ino, root.Nlink, root.Ctime = 2049, 2, 5, time.Unix(1_600_000_001, 1)
 	zero := remote.Attr{Mode: syscall.S_IFLNK | 0o777, Size: 3}
 	want := map[string][]remote.DirEntry{
 		"": {{Name: "b", Attr: dirAttr()}, {Name: "a", Attr: file(1, 1)}},
@@ -206,6 +210,9 @@ func TestSnapshotRefused(t *testing.T) {
 	}
 	version := bytes.Clone(good)
 	binary.LittleEndian.PutUint32(version[len(snapMagic):], snapVersion+1)
+	// One of before: its listings lack what this version keeps.
+	older := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(older[len(snapMagic):], snapVersion-1)
 	// A body that decodes badly behind a good checksum: a count past
 	// the end.
 	lying := bytes.Clone(good)
@@ -218,6 +225,7 @@ func TestSnapshotRefused(t *testing.T) {
 		"flipped":    flip(len(good) / 2),
 		"magic":      flip(0),
 		"version":    resum(version),
+		"older":      resum(older),
 		"longer":     append(bytes.Clone(good), 0),
 		"lying":      resum(lying),
 	}
@@ -433,9 +441,21 @@ func settle(t *testing.T, d *Dirs) {
 // after its first answer.
 func TestAutoRevalidatesDirectories(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "snap")
-	saveTree(t, path, sampleTree())
+	// A file replaced on the server keeping size and mtime (another
+	// inode) has changed too; one whose identity only one listing tells
+	// has not.
+	identified := func(ino uint64) remote.Attr {
+		a := file(6, 6)
+		a.Dev, a.Ino, a.Nlink, a.Ctime = 1, ino, 1, time.Unix(7, 0)
+		return a
+	}
+	saved := sampleTree()
+	saved["a"] = append(saved["a"], remote.DirEntry{Name: "replaced", Attr: identified(10)},
+		remote.DirEntry{Name: "told once", Attr: identified(12)})
+	saveTree(t, path, saved)
 	remoteNow := sampleTree()
-	remoteNow["a"] = []remote.DirEntry{{Name: "b", Attr: dirAttr()}, {Name: "f", Attr: file(20, 9)}, {Name: "new", Attr: file(1, 1)}}
+	remoteNow["a"] = []remote.DirEntry{{Name: "b", Attr: dirAttr()}, {Name: "f", Attr: file(20, 9)}, {Name: "new", Attr: file(1, 1)},
+		{Name: "replaced", Attr: identified(11)}, {Name: "told once", Attr: file(6, 6)}}
 	f := &fetches{tree: remoteNow}
 	var ch changes
 	c := newClock()
@@ -461,7 +481,8 @@ func TestAutoRevalidatesDirectories(t *testing.T) {
 	for _, nc := range got[0].Names {
 		names[nc.Name] = nc
 	}
-	if len(names) != 3 || names["g"].Exists || !names["new"].Exists || names["f"].Attr.Size != 20 {
+	if len(names) != 4 || names["g"].Exists || !names["new"].Exists || names["f"].Attr.Size != 20 ||
+		names["replaced"].Attr.Ino != 11 {
 		t.Errorf("changed names %+v", got[0].Names)
 	}
 	if _, st := d.Peek("a", "new"); st != Hit {

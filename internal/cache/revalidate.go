@@ -298,7 +298,14 @@ func diffListings(dir string, old, l *listing) Change {
 	return c
 }
 
+// attrDiffers reports whether a and b differ in what stat shows. The
+// identity counts only when both tell it (SFTP does not): a file replaced
+// keeping its size and mtime is another file.
 func attrDiffers(a, b remote.Attr) bool {
+	if a.HasIdentity() && b.HasIdentity() &&
+		(a.Dev != b.Dev || a.Ino != b.Ino || a.Nlink != b.Nlink || !a.Ctime.Equal(b.Ctime)) {
+		return true
+	}
 	return a.Mode != b.Mode || a.Size != b.Size || a.UID != b.UID || a.GID != b.GID || !a.Mtime.Equal(b.Mtime)
 }
 

@@ -30,6 +30,16 @@ func (f *filesys) fillAttr(out *fuse.Attr, a remote.Attr) {
 	out.Uid, out.Gid = f.localIDs(a.UID, a.GID)
 	setTime(&out.Atime, &out.Atimensec, a.Atime)
 	setTime(&out.Mtime, &out.Mtimensec, a.Mtime)
+	if a.HasIdentity() && f.serverIDs() {
+		// A tree listing told them (identity.go). A directory's count
+		// stays 1 ("unknown" to walkers such as find): a union's merges
+		// the subdirectories of several.
+		if mode&syscall.S_IFMT != syscall.S_IFDIR {
+			out.Nlink = uint32(min(max(a.Nlink, 1), math.MaxUint32))
+		}
+		setTime(&out.Ctime, &out.Ctimensec, a.Ctime)
+		return
+	}
 	// SFTP carries no change time; the modification time is the closest.
 	setTime(&out.Ctime, &out.Ctimensec, a.Mtime)
 }

@@ -72,7 +72,7 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	// A listing prefetched for this directory may be on its way.
-	list, ok, err := d.n.fsys.dirs.Get(ctx, d.dir, d.n.fsys.ns.ReadDir)
+	list, ok, err := d.n.fsys.dirs.Get(ctx, d.dir, d.n.fsys.readDir)
 	if err != nil {
 		return d.n.fsys.toErrno(err)
 	}
@@ -109,7 +109,7 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	ino := d.inos[d.pos]
 	if ino == 0 {
 		var table bool
-		if ino, table = d.ino(e.Name); table {
+		if ino, table = d.ino(e.Name, e.Attr); table {
 			d.inos[d.pos] = ino
 		}
 	}
@@ -121,7 +121,7 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 // ino numbers an entry the way Lookup will. table says the number came
 // from the inode table (no node holds the name yet): the one Lookup would
 // take from there too, so it is kept for Lookup.
-func (d *dirHandle) ino(name string) (ino uint64, table bool) {
+func (d *dirHandle) ino(name string, a remote.Attr) (ino uint64, table bool) {
 	switch name {
 	case ".":
 		return d.n.StableAttr().Ino, false
@@ -134,7 +134,7 @@ func (d *dirHandle) ino(name string) (ino uint64, table bool) {
 	if ch := d.n.GetChild(name); ch != nil {
 		return ch.StableAttr().Ino, false
 	}
-	return d.n.fsys.inos.get(join(d.dir, name)), true
+	return d.n.fsys.inoOf(join(d.dir, name), a), true
 }
 
 // entry returns the attributes of name in the listing just read and the

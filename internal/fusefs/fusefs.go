@@ -75,6 +75,13 @@ type Options struct {
 	// Requests, when set, records every FUSE request in flight and when
 	// it began (tracked.go); kinds are named by RequestKind.
 	Requests *inflight.Table
+	// ServerInodes shows the inode numbers the server's tree listings
+	// tell (find's %i), where they keep the mount's numbers unique, and
+	// lists directories that way: the namespace is one host's tree, so
+	// two files never share one. A checkout indexed on the server then
+	// looks unchanged to git (it compares st_ino). Off, numbers are
+	// hashes of the paths.
+	ServerInodes bool
 
 	// inoHash replaces hashIno, for tests that make paths collide.
 	inoHash func(string) uint64
@@ -127,6 +134,9 @@ type filesys struct {
 	sib *siblings
 	// pt hands verified cached files to the kernel (passthrough.go).
 	pt passthrough
+	// noTree: the namespace could not list a directory by a tree listing
+	// (identity.go).
+	noTree atomic.Bool
 }
 
 // Mount mounts ns at mountpoint and serves it until the returned server is

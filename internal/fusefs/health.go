@@ -142,7 +142,7 @@ func (f *filesys) known(in *fs.Inode, p string) ([]*fs.Inode, []knownDir) {
 // relist lists d again, storing the listing, and drops the kernel's
 // negative entries for the listed names it has no inode for.
 func (f *filesys) relist(ctx context.Context, d knownDir) {
-	ents, err := f.dirs.Fetch(ctx, d.p, f.ns.ReadDir)
+	ents, err := f.dirs.Fetch(ctx, d.p, f.readDir)
 	if err != nil {
 		f.log.Debug("listing after a change of the hosts failed", "dir", d.p, "err", err)
 		return

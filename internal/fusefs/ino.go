@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"sshfsm/internal/remote"
 )
 
 const rootIno = 1
@@ -41,6 +43,16 @@ type inoTable struct {
 	// entries stale, so lookups of such a file ask the server.
 	hardLinks    map[uint64]bool
 	anyHardLinks atomic.Bool // hardLinks is not empty
+	// servers maps the numbers taken from the server (serverIno) to the
+	// file they were taken for.
+	servers map[uint64]serverFile
+}
+
+// serverFile is a file as the server identifies it; links: a regular file
+// with several names, which may share its number.
+type serverFile struct {
+	dev, ino uint64
+	links    bool
 }
 
 // Owners that are no path's fingerprint.
@@ -56,7 +68,8 @@ func newInoTable(hash func(string) uint64) *inoTable {
 		hash = hashIno
 	}
 	return &inoTable{hash: hash, seed: maphash.MakeSeed(), byPath: map[string]uint64{},
-		owner: map[uint64]uint64{}, hardLinks: map[uint64]bool{}}
+		owner: map[uint64]uint64{}, hardLinks: map[uint64]bool{},
+		servers: map[uint64]serverFile{}}
 }
 
 // fingerprint identifies p as the owner of a number. It is keyed with a
@@ -118,6 +131,52 @@ func (t *inoTable) get(p string) uint64 {
 	return t.claimLocked(p)
 }
 
+// serverIno returns the number of path p, whose file the server numbers
+// a.Ino on device a.Dev, claiming it for p. A path numbered before keeps
+// its number. Otherwise p gets the server's number when no other path
+// holds it, or when the paths holding it name the same file: a regular
+// file with several links whose device and number are the same (its
+// names then share one node, as link(2) made them). Any other claim, a
+// server's number colliding with another path's or one the kernel
+// cannot take, gets p its hash, as get: numbers stay unique whatever the
+// server says. A server claiming that two regular files are links of one
+// can only show one's contents at the other's place, which it can anyway.
+func (t *inoTable) serverIno(p string, a remote.Attr) uint64 {
+	if p == "" {
+		return rootIno
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.byPath[p]; ok {
+		return v
+	}
+	links := a.Mode&syscall.S_IFMT == syscall.S_IFREG && a.Nlink > 1
+	fp, id := t.fingerprint(p), serverFile{a.Dev, a.Ino, links}
+	if t.owner[t.hash(p)] == fp {
+		return t.hash(p)
+	}
+	v := a.Ino
+	if v != fixIno(v) {
+		return t.claimLocked(p)
+	}
+	o, taken := t.owner[v]
+	switch {
+	case !taken:
+		t.owner[v] = fp
+	case t.servers[v] != id || !links || o == ownerReserved:
+		return t.claimLocked(p)
+	default:
+		// Another name of this file: the names share the number, and
+		// lookups of each ask the server (hardLinked).
+		t.owner[v] = ownerShared
+		t.hardLinks[v] = true
+		t.anyHardLinks.Store(true)
+	}
+	t.servers[v] = id
+	t.byPath[p] = v
+	return v
+}
+
 // claimLocked gives p, which has no number in byPath, its hash or the
 // first free number of the probe sequence from there.
 func (t *inoTable) claimLocked(p string) uint64 {
@@ -134,6 +193,7 @@ func (t *inoTable) claimLocked(p string) uint64 {
 		}
 		v = nextIno(v)
 	}
+	delete(t.servers, v)
 	if v != h {
 		t.byPath[p] = v
 	}
@@ -182,6 +242,7 @@ func (t *inoTable) setLocked(p string, v uint64) {
 	}
 	if old != v && t.owner[old] == fp {
 		delete(t.owner, old)
+		delete(t.servers, old)
 	}
 	shared := t.sharedLocked(v)
 	if !shared {
@@ -233,6 +294,7 @@ func (t *inoTable) release(v uint64) {
 	defer t.mu.Unlock()
 	if o, ok := t.owner[v]; ok && o == ownerReserved {
 		delete(t.owner, v)
+		delete(t.servers, v)
 	}
 }
 

@@ -187,11 +187,20 @@ func (n *node) newChild(ctx context.Context, name, p string, a remote.Attr, end 
 func (n *node) newChildIno(ctx context.Context, name, p string, ino uint64, a remote.Attr, end uint64, out *fuse.EntryOut) *fs.Inode {
 	typ := fileType(a)
 	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Mode == typ {
-		ch.Operations().(*node).report(a, end, &out.Attr)
-		return ch
+		old := ch.Operations().(*node)
+		if !n.fsys.replacedOnServer(old, a) {
+			old.report(a, end, &out.Attr)
+			return ch
+		}
+		// Another file now has this name on the server: as on a local
+		// disk (or NFS), the name gets a node and number of its own, and
+		// the old node, which open files may hold, keeps its number
+		// until the kernel forgets it.
+		old.detach(p)
+		ino = 0
 	}
 	if ino == 0 {
-		ino = n.fsys.inos.get(p)
+		ino = n.fsys.inoOf(p, a)
 	}
 	ino = n.fsys.inos.forType(p, typ, ino)
 	child := &node{fsys: n.fsys}
@@ -206,15 +215,20 @@ func (n *node) report(a remote.Attr, end uint64, out *fuse.Attr) {
 	if end > a.Size {
 		a.Size = end
 	}
+	a = n.remember(a)
 	n.fsys.fillAttr(out, a)
-	n.remember(a)
 }
 
-// remember records a as the node's newest attributes.
-func (n *node) remember(a remote.Attr) {
+// remember records a as the node's newest attributes, with the identity
+// and change time a listing told before if a lacks them, and returns
+// what it recorded.
+func (n *node) remember(a remote.Attr) remote.Attr {
+	now := time.Now()
 	n.mu.Lock()
-	n.lastSize, n.lastTime, n.last, n.lastAt = a.Size, a.Mtime, a, time.Now()
+	a = remote.KeepIdentity(n.last, a, now)
+	n.lastSize, n.lastTime, n.last, n.lastAt = a.Size, a.Mtime, a, now
 	n.mu.Unlock()
+	return a
 }
 
 // changedOnServer handles word from the server (a pushed change, a

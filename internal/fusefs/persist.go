@@ -36,7 +36,7 @@ func (f *filesys) startPersist() {
 		Mode:    f.opts.Mode,
 		Logger:  f.log,
 		Root:    f.rootAttr,
-		ReadDir: f.ns.ReadDir,
+		ReadDir: f.readDir,
 		Tree:    tree,
 		Changes: changes,
 		Checked: f.forgetContents,

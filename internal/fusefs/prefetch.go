@@ -91,12 +91,19 @@ func (p *prefetcher) read(dir string, ents []remote.DirEntry, walking bool) bool
 	walking = walking || p.wanted[dir]
 	delete(p.wanted, dir)
 	p.mu.Unlock()
-	if walking && p.bulk(dir, ents) {
+	if walking && p.bulk(dir, ents, bulkDepthFactor*p.f.opts.PrefetchDepth, 0) {
 		return true
 	}
 	depth := 0
 	if !walking {
 		depth = p.f.opts.PrefetchDepth - 1
+		// A mount showing server identities lists each directory by a
+		// remote command (identity.go), which costs far more than an
+		// SFTP READDIR: the level ahead is one tree listing, not one
+		// command per subdirectory.
+		if p.f.serverIDs() && p.bulk(dir, ents, 1, depth) {
+			return false
+		}
 	}
 	p.subdirs(dir, ents, depth)
 	return walking
@@ -210,7 +217,7 @@ func (p *prefetcher) list(job prefetchJob) {
 	var ents []remote.DirEntry
 	fetch := func(ctx context.Context, dir string) ([]remote.DirEntry, error) {
 		var err error
-		ents, err = p.f.ns.ReadDir(ctx, dir)
+		ents, err = p.f.readDir(ctx, dir)
 		return ents, err
 	}
 	done := make(chan struct{})
@@ -225,17 +232,19 @@ func (p *prefetcher) list(job prefetchJob) {
 // read of dir does: tools that stat paths (git status, make) walk the tree
 // through lookups without reading every directory first.
 func (f *filesys) listAhead(ctx context.Context, dir string) ([]remote.DirEntry, error) {
-	ents, err := f.ns.ReadDir(ctx, dir)
+	ents, err := f.readDir(ctx, dir)
 	if err == nil {
 		f.pre.read(dir, ents, false)
 	}
 	return ents, err
 }
 
-// bulk lists the levels below dir, where a walk was detected, in one
-// request unless a bulk listing already covers them. It reports false when
-// the namespace cannot list trees (or did not lately).
-func (p *prefetcher) bulk(dir string, ents []remote.DirEntry) bool {
+// bulk lists depth levels below dir (where a walk was detected: many) in
+// one request unless a bulk listing already covers them; should it fail,
+// the subdirectories are queued as a read at the given fallback depth
+// would. It reports false when the namespace cannot list trees (or did
+// not lately).
+func (p *prefetcher) bulk(dir string, ents []remote.DirEntry, depth, fallback int) bool {
 	tl, ok := p.f.ns.(remote.TreeLister)
 	if !ok || p.noBulk.Load() || !p.f.dirs.Enabled() || p.f.opts.PrefetchDepth <= 0 ||
 		time.Now().UnixNano() < p.bulkPause.Load() {
@@ -244,16 +253,16 @@ func (p *prefetcher) bulk(dir string, ents []remote.DirEntry) bool {
 	if !hasSubdirs(ents) {
 		return true
 	}
-	b := p.f.dirs.StartBulk(dir, bulkDepthFactor*p.f.opts.PrefetchDepth)
+	b := p.f.dirs.StartBulk(dir, depth)
 	if b != nil {
-		go p.runBulk(tl, b, dir, ents)
+		go p.runBulk(tl, b, dir, ents, fallback)
 	}
 	return true
 }
 
 // runBulk runs one bulk listing; if it fails, the walk at dir is
 // prefetched directory by directory.
-func (p *prefetcher) runBulk(tl remote.TreeLister, b *cache.Bulk, dir string, ents []remote.DirEntry) {
+func (p *prefetcher) runBulk(tl remote.TreeLister, b *cache.Bulk, dir string, ents []remote.DirEntry, fallback int) {
 	// No deadline of ours: the transport ends a listing whose remote
 	// stays silent, and closing the namespace ends it too.
 	start, dirs := time.Now(), 0
@@ -273,7 +282,7 @@ func (p *prefetcher) runBulk(tl remote.TreeLister, b *cache.Bulk, dir string, en
 	default:
 		p.bulkPause.Store(time.Now().Add(bulkRetry).UnixNano())
 	}
-	p.subdirs(dir, ents, 0)
+	p.subdirs(dir, ents, fallback)
 }
 
 func hasSubdirs(ents []remote.DirEntry) bool {

@@ -16,6 +16,41 @@ type Attr struct {
 	GID   uint32
 	Atime time.Time
 	Mtime time.Time
+	// The file's identity and change time, which a tree listing (find's
+	// %D %i %n %C@) tells and SFTP does not: Ino is 0 when unknown, and
+	// then Dev, Nlink and Ctime are zero too. Tools such as git compare
+	// st_ino and st_ctime with what they recorded on the server.
+	Dev, Ino uint64
+	Nlink    uint64
+	Ctime    time.Time
+}
+
+// HasIdentity reports whether a carries the server's inode number, device,
+// link count and change time.
+func (a Attr) HasIdentity() bool { return a.Ino != 0 }
+
+// KeepIdentity returns a, which a request without them (SFTP) returned,
+// with the identity and change time of old, what a tree listing said of
+// the same file, while they can still be true: a changed modification
+// time is the change time of a write (the kernel sets both), a changed
+// mode or owner one of now. a is returned as it is when it has its own
+// identity, old has none, or the file type differs (another file).
+func KeepIdentity(old, a Attr, now time.Time) Attr {
+	if a.HasIdentity() || !old.HasIdentity() || (old.Mode^a.Mode)&0o170000 != 0 {
+		return a
+	}
+	a.Dev, a.Ino, a.Nlink, a.Ctime = old.Dev, old.Ino, old.Nlink, old.Ctime
+	switch {
+	case !a.Mtime.Equal(old.Mtime) || a.Size != old.Size:
+		if a.Mtime.After(a.Ctime) {
+			a.Ctime = a.Mtime
+		}
+	case a.Mode != old.Mode || a.UID != old.UID || a.GID != old.GID:
+		if now.After(a.Ctime) {
+			a.Ctime = now
+		}
+	}
+	return a
 }
 
 // DirEntry is one name of a directory listing, with the attributes the

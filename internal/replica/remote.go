@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"syscall"
+	"time"
 
 	"sshfsm/internal/remote"
 )
@@ -144,13 +145,21 @@ var _ remote.TreeLister = (*Set)(nil)
 
 // ListTree is served by one member, like a read; a member without bulk
 // listings answers ErrTreeUnsupported. After a move to another member a
-// directory may be reported twice, complete both times.
+// directory may be reported twice, complete both times. The entries carry
+// no identity (inode number, change time): each member has its own, and a
+// file's would change with the member answering.
 func (s *Set) ListTree(ctx context.Context, dir string, depth int, fn func(dir string, ents []remote.DirEntry)) error {
 	return s.read(ctx, "listtree", dir, func(ctx context.Context, m *member) error {
 		tl, ok := m.r.(remote.TreeLister)
 		if !ok {
 			return remote.ErrTreeUnsupported
 		}
-		return tl.ListTree(ctx, dir, depth, fn)
+		return tl.ListTree(ctx, dir, depth, func(d string, ents []remote.DirEntry) {
+			for i := range ents {
+				a := &ents[i].Attr
+				a.Dev, a.Ino, a.Nlink, a.Ctime = 0, 0, 0, time.Time{}
+			}
+			fn(d, ents)
+		})
 	})
 }

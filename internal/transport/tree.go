@@ -31,10 +31,13 @@ const treeMaxEntries = 200_000
 
 // treeFormat is find's -printf format of one record: \001, file type,
 // permission bits (octal), size, uid, gid, atime and mtime (seconds with a
-// fraction), then the path below the starting point, ended by a NUL. Error
+// fraction), device and inode numbers, link count, ctime (seconds with a
+// fraction), then the path below the starting point, ended by a NUL. SFTP
+// carries neither identity nor change time; tools like git compare both
+// with what they recorded on the server. Error
 // messages of find share the stream (2>&1; find flushes its output before
 // each one), so they arrive where they happened.
-const treeFormat = `\001%y %m %s %U %G %A@ %T@ %P\000`
+const treeFormat = `\001%y %m %s %U %G %A@ %T@ %D %i %n %C@ %P\000`
 
 // treeCommand is the sh command listing the tree at abs, depth levels of
 // directories below it. probe first checks that find is GNU find (whose

@@ -54,10 +54,14 @@ func parseTree(base string, depth, max int, r io.Reader) (*treeReport, error) {
 // stream delivered a byte at a time, and read back the same listings from
 // find's output for them.
 func FuzzTreeListing(f *testing.F) {
-	rec := func(y, p string) string { return "\x01" + y + " 755 0 1 2 10.5 20.25 " + p + "\x00" }
+	rec := func(y, p string) string {
+		return "\x01" + y + " 755 0 1 2 10.5 20.25 2049 1234 1 30.1234567890 " + p + "\x00"
+	}
 	f.Add([]byte(""), []byte(rec("d", "a")+rec("f", "a/1")+rec("d", "a/b")+rec("f", "a/b/2")+rec("f", "c")), false, uint8(2), uint16(100))
 	f.Add([]byte("motd\r\n"), []byte(rec("d", "a")+"find: './a': Permission denied\n"+rec("f", "b")), true, uint8(2), uint16(100))
 	f.Add([]byte(""), []byte(rec("d", "sp ace\nnl")+rec("f", "sp ace\nnl/\x01 x\\")+rec("D", "door")), false, uint8(1), uint16(2))
+	f.Add([]byte(""), []byte("\x01f 644 3 0 0 1.0 2.0 0 0 0 -2.5 no-ino\x00\x01f 644 3 0 0 1.0 2.0 18446744073709551615 18446744073709551615 2 -2.500000000 big\x00"), false, uint8(1), uint16(9))
+	f.Add([]byte(""), []byte("\x01f 644 3 0 0 1.0 2.0 1 2 1 3.x bad-ctime\x00"), false, uint8(1), uint16(9))
 	f.Fuzz(func(t *testing.T, noise, body []byte, based bool, depth uint8, limit uint16) {
 		base := ""
 		if based {
@@ -163,7 +167,7 @@ func findOutput(rep *treeReport, base string, depth int) string {
 			b.WriteString("find: cannot read\n")
 			for sub := range below {
 				if sub != rel && parentRel(sub) == rel {
-					fmt.Fprintf(&b, "\x01d 755 0 0 0 0.0 0.0 %s\x00", sub)
+					fmt.Fprintf(&b, "\x01d 755 0 0 0 0.0 0.0 0 0 0 0.0 %s\x00", sub)
 					walk(sub)
 				}
 			}
@@ -172,8 +176,9 @@ func findOutput(rep *treeReport, base string, depth int) string {
 		for _, e := range ents {
 			p := joinTree(rel, e.Name)
 			y, _ := treeLetter(e.Attr.Mode)
-			fmt.Fprintf(&b, "\x01%c %o %d %d %d %d.5 %d %s\x00", y, e.Attr.Mode&07777, e.Attr.Size,
-				e.Attr.UID, e.Attr.GID, e.Attr.Atime.Unix(), e.Attr.Mtime.Unix(), p)
+			fmt.Fprintf(&b, "\x01%c %o %d %d %d %d.5 %d %d %d %d %d.%09d0 %s\x00", y, e.Attr.Mode&07777, e.Attr.Size,
+				e.Attr.UID, e.Attr.GID, e.Attr.Atime.Unix(), e.Attr.Mtime.Unix(), e.Attr.Dev, e.Attr.Ino,
+				e.Attr.Nlink, e.Attr.Ctime.Unix(), e.Attr.Ctime.Nanosecond(), p)
 			if y == 'd' && strings.Count(p, "/") < depth {
 				walk(p)
 			}

@@ -245,11 +245,12 @@ var (
 	errTreeOrder  = errors.New("tree listing out of order")
 )
 
-// parseTreeRecord decodes "y mode size uid gid atime mtime path". typ is
-// the %y letter, 0 for a file type without S_IF bits here. The numbers are
-// parsed in place: this runs once per entry of a tree.
+// parseTreeRecord decodes "y mode size uid gid atime mtime dev ino nlink
+// ctime path". typ is the %y letter, 0 for a file type without S_IF bits
+// here. The numbers are parsed in place: this runs once per entry of a
+// tree.
 func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error) {
-	var f [7][]byte
+	var f [11][]byte
 	rest := rec
 	for i := range f {
 		sp := bytes.IndexByte(rest, ' ')
@@ -267,10 +268,18 @@ func parseTreeRecord(rec []byte) (rel string, typ byte, a remote.Attr, err error
 	gid, ok4 := parseUint(f[4], 10, 1<<32-1)
 	at, ok5 := wireSeconds(f[5])
 	mt, ok6 := wireSeconds(f[6])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+	dev, ok7 := parseUint(f[7], 10, 1<<64-1)
+	ino, ok8 := parseUint(f[8], 10, 1<<64-1)
+	nlink, ok9 := parseUint(f[9], 10, 1<<64-1)
+	ct, ok10 := preciseTime(f[10])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10) {
 		return "", 0, a, fmt.Errorf("%w: %q", errTreeRecord, rec)
 	}
 	a = remote.Attr{Size: size, UID: uint32(uid), GID: uint32(gid), Atime: at, Mtime: mt}
+	if ino != 0 {
+		// Inode 0 is no file's: the identity is left unknown.
+		a.Dev, a.Ino, a.Nlink, a.Ctime = dev, ino, nlink, ct
+	}
 	if bits, ok := treeTypes[f[0][0]]; ok {
 		typ = f[0][0]
 		a.Mode = bits | uint32(mode)&07777
@@ -312,4 +321,35 @@ func wireSeconds(s []byte) (time.Time, bool) {
 		sec = -sec
 	}
 	return time.Unix(int64(uint32(sec)), 0), true
+}
+
+// preciseTime turns find's "seconds.fraction" (tv_sec, then tv_nsec as ten
+// digits) into the time it prints, to the nanosecond. Only digits are
+// accepted, and the fraction's digits past the ninth are dropped.
+func preciseTime(s []byte) (time.Time, bool) {
+	whole, frac, _ := bytes.Cut(s, []byte("."))
+	neg := len(whole) > 0 && whole[0] == '-'
+	if neg {
+		whole = whole[1:]
+	}
+	sec, ok := parseUint(whole, 10, math.MaxInt64)
+	if !ok {
+		return time.Time{}, false
+	}
+	var nsec int64
+	for i, c := range frac {
+		if c < '0' || c > '9' {
+			return time.Time{}, false
+		}
+		if i < 9 {
+			nsec = nsec*10 + int64(c-'0')
+		}
+	}
+	for i := len(frac); i < 9; i++ {
+		nsec *= 10
+	}
+	if neg {
+		return time.Unix(-int64(sec), nsec), true
+	}
+	return time.Unix(int64(sec), nsec), true
 }

@@ -341,7 +341,7 @@ func TestListTreeCancel(t *testing.T) {
 
 // Unit tests of the parser on hand-made streams.
 func TestTreeParser(t *testing.T) {
-	rec := func(y, p string) string { return "\x01" + y + " 755 0 1 2 10.5 20.25 " + p + "\x00" }
+	rec := func(y, p string) string { return "\x01" + y + " 755 0 1 2 10.5 20.25 2049 77 1 30.5 " + p + "\x00" }
 	cases := []struct {
 		name   string
 		stream string
@@ -394,7 +394,7 @@ func TestTreeParser(t *testing.T) {
 // hold them all.
 func TestTreeRecordBounded(t *testing.T) {
 	const endless = 16 << 20
-	long := "\x01f 644 0 0 0 1 1 " + strings.Repeat("x/", 40_000) + "x\x00"
+	long := "\x01f 644 0 0 0 1 1 1 1 1 1 " + strings.Repeat("x/", 40_000) + "x\x00"
 	for _, c := range []struct {
 		name   string
 		stream io.Reader
@@ -439,7 +439,7 @@ func (c *countingSource) Read(p []byte) (int, error) {
 }
 
 func TestTreeRecordAttributes(t *testing.T) {
-	rel, typ, a, err := parseTreeRecord([]byte("l 777 7 1000 100 -2.5000000000 4294967296.0000000001 d/name with spaces "))
+	rel, typ, a, err := parseTreeRecord([]byte("l 777 7 1000 100 -2.5000000000 4294967296.0000000001 2049 5 1 3.0 d/name with spaces "))
 	if err != nil || typ != 'l' || rel != "d/name with spaces " {
 		t.Fatalf("%q %c %v", rel, typ, err)
 	}
@@ -449,13 +449,69 @@ func TestTreeRecordAttributes(t *testing.T) {
 		!a.Atime.Equal(want.Atime) || !a.Mtime.Equal(want.Mtime) {
 		t.Errorf("got %+v, want %+v", a, want)
 	}
-	if _, _, a, _ := parseTreeRecord([]byte("d 7755 4096 0 0 1 1 x")); a.Mode != syscall.S_IFDIR|0o7755 {
+	if _, _, a, _ := parseTreeRecord([]byte("d 7755 4096 0 0 1 1 1 1 1 1 x")); a.Mode != syscall.S_IFDIR|0o7755 {
 		t.Errorf("mode %o", a.Mode)
 	}
-	for _, bad := range []string{"f 644 0 0 0 1 1", "f 9 0 0 0 1 1 x", "f 644 -1 0 0 1 1 x", "ff 644 0 0 0 1 1 x", "f 644 0 0 0 1.0 x.1 x",
-		"f 644 0 4294967296 0 1 1 x", "f 77777777777 0 0 0 1 1 x", "f 644 18446744073709551616 0 0 1 1 x", "f 644 0 0 0 - 1 x"} {
+	for _, bad := range []string{"f 644 0 0 0 1 1 1 1 1 1", "f 9 0 0 0 1 1 1 1 1 1 x", "f 644 -1 0 0 1 1 1 1 1 1 x",
+		"ff 644 0 0 0 1 1 1 1 1 1 x", "f 644 0 0 0 1.0 x.1 1 1 1 1 x", "f 644 0 4294967296 0 1 1 1 1 1 1 x",
+		"f 77777777777 0 0 0 1 1 1 1 1 1 x", "f 644 18446744073709551616 0 0 1 1 1 1 1 1 x", "f 644 0 0 0 - 1 1 1 1 1 x"} {
 		if _, _, _, err := parseTreeRecord([]byte(bad)); !errors.Is(err, errTreeRecord) {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// A tree listing tells what SFTP cannot: each file's device, inode
+// number, link count and change time to the nanosecond, as lstat says
+// them on the server.
+func TestListTreeTellsIdentity(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	root := filepath.Join(th.Dir, "ident")
+	must(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "one"), []byte("1"), 0o644))
+	must(t, os.Link(filepath.Join(root, "one"), filepath.Join(root, "sub", "other name")))
+	must(t, os.Symlink("one", filepath.Join(root, "link")))
+	h := dialSSH(t, th, nil)
+	var c collect
+	if err := h.Remote().(remote.TreeLister).ListTree(bg, "ident", 1, c.fn); err != nil {
+		t.Fatal(err)
+	}
+	for dir, ents := range c.dirs {
+		for _, e := range ents {
+			var st syscall.Stat_t
+			must(t, syscall.Lstat(filepath.Join(th.Dir, dir, e.Name), &st))
+			a := e.Attr
+			ct := time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
+			if a.Dev != st.Dev || a.Ino != st.Ino || a.Nlink != uint64(st.Nlink) || !a.Ctime.Equal(ct) {
+				t.Errorf("%s/%s: dev %d ino %d nlink %d ctime %v, lstat says %d %d %d %v",
+					dir, e.Name, a.Dev, a.Ino, a.Nlink, a.Ctime, st.Dev, st.Ino, st.Nlink, ct)
+			}
+		}
+	}
+	if got := c.dirs["ident"]; len(got) != 3 {
+		t.Fatalf("listed %+v", got)
+	}
+}
+
+func TestTreeRecordIdentity(t *testing.T) {
+	for _, c := range []struct {
+		rec   string
+		ok    bool
+		ino   uint64
+		ctime time.Time
+	}{
+		{"f 644 1 0 0 1.5 2.5 2049 1234 2 1700000000.1234567890 a", true, 1234, time.Unix(1700000000, 123456789)},
+		{"f 644 1 0 0 1.5 2.5 2049 1234 2 1700000000 a", true, 1234, time.Unix(1700000000, 0)},
+		{"f 644 1 0 0 1.5 2.5 2049 1234 2 -2.5 a", true, 1234, time.Unix(-2, 5e8)},
+		{"f 644 1 0 0 1.5 2.5 2049 0 2 7.0 a", true, 0, time.Time{}}, // no inode: no identity
+		{"f 644 1 0 0 1.5 2.5 2049 1234 2 7.x a", false, 0, time.Time{}},
+		{"f 644 1 0 0 1.5 2.5 2049 -1 2 7.0 a", false, 0, time.Time{}},
+		{"f 644 1 0 0 1.5 2.5 2049 18446744073709551616 2 7.0 a", false, 0, time.Time{}},
+		{"f 644 1 0 0 1.5 2.5 a", false, 0, time.Time{}}, // the records of before
+	} {
+		_, _, a, err := parseTreeRecord([]byte(c.rec))
+		if (err == nil) != c.ok || a.Ino != c.ino || !a.Ctime.Equal(c.ctime) || (c.ino == 0 && a.HasIdentity()) {
+			t.Errorf("%q: %+v, %v", c.rec, a, err)
 		}
 	}
 }
