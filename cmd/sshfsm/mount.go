@@ -214,6 +214,7 @@ func fsOptions(cfg *config.Config, ids fusefs.IDMapper, log *slog.Logger) fusefs
 		DirectIO:          cfg.FUSE.DirectIO,
 		Xattr:             cfg.FUSE.Xattr,
 		DisableHardlink:   cfg.FUSE.DisableHardlink,
+		RequestTimeout:    cfg.SSH.Timeout,
 		OwnNewFiles:       cfg.FUSE.AllowOther,
 		ReadOnly:          cfg.FUSE.ReadOnly,
 		UID:               cfg.FUSE.UID,

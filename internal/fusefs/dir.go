@@ -95,7 +95,7 @@ func (d *dirHandle) fetch(ctx context.Context) syscall.Errno {
 }
 
 func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, d.n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, d.n.fsys, d.n.fsys.opts.RequestTimeout)
 	defer req.End()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -164,7 +164,7 @@ func (d *dirHandle) entry(name string) (a remote.Attr, ino uint64, noFiles, ok b
 // out (an error here) has node id 0: the kernel shows the name and its
 // type, and looks the name up when it is used.
 func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, d.n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, d.n.fsys, d.n.fsys.opts.RequestTimeout)
 	defer req.End()
 	a, ino, noFiles, ok := d.entry(name)
 	if !ok || name == "." || name == ".." {

@@ -69,6 +69,13 @@ type Options struct {
 	Xattr bool
 	// DisableHardlink makes Link fail with EPERM without asking a server.
 	DisableHardlink bool
+	// RequestTimeout bounds the whole of a request that only looks
+	// (lookup, getattr, readdir, readlink, statfs, access), however many
+	// server requests it makes one after another: each of those is
+	// bounded by the transport's timeout, and a lookup that waited for a
+	// listing the server did not answer must not then wait as long again
+	// for a stat. 0: no bound beyond the transport's.
+	RequestTimeout time.Duration
 	// OwnNewFiles gives new files their creator's owner where the server
 	// can (owner.go): for mounts that several local users share.
 	OwnNewFiles bool

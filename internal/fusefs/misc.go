@@ -50,7 +50,7 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 // Statfs reports the remote's statvfs, or a large empty filesystem when
 // the server cannot tell (df and installers must not fail on that).
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, n.fsys, n.fsys.opts.RequestTimeout)
 	defer req.End()
 	s, err := n.fsys.ns.StatFS(ctx, "")
 	if err != nil {
@@ -75,7 +75,7 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 // Access checks the reported attributes; the remote enforces its own
 // permissions on every operation anyway.
 func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, n.fsys, n.fsys.opts.RequestTimeout)
 	defer req.End()
 	if mask&2 != 0 {
 		if errno := n.fsys.readOnly(); errno != 0 {

@@ -115,7 +115,7 @@ func split(p string) (dir, name string) {
 // whose entry a read of this directory left out being looked up means
 // that walkers stat files.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, n.fsys, n.fsys.opts.RequestTimeout)
 	defer req.End()
 	ch, errno := n.lookup(ctx, name, out)
 	if errno == 0 && n.filesLeftOut.Load() && ch.StableAttr().Mode != syscall.S_IFDIR {
@@ -253,7 +253,7 @@ func changedOnServer(in *fs.Inode, attrsOnly bool) {
 // Getattr prefers the open handle (it works after unlink), then the
 // parent's cached listing, then asks the remote.
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, n.fsys, n.fsys.opts.RequestTimeout)
 	defer req.End()
 	end := n.pending.end()
 	a, errno := n.getattr(ctx, fh)

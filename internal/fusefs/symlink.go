@@ -46,7 +46,7 @@ var _ = (fs.NodeReadlinker)((*node)(nil))
 // the link led, and a link to the mount root followed by ".." leaves the
 // mount as mnt/.. does.
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, n.fsys, n.fsys.opts.RequestTimeout)
 	defer req.End()
 	p, ok := n.path()
 	if !ok {

@@ -79,6 +79,19 @@ func Filter(ctx context.Context, conn Conn) (context.Context, *Request) {
 	return r, r
 }
 
+// FilterWithin is Filter for a request that must be answered within
+// limit of its start, however many server requests it takes one after
+// another (a lookup that waits for a listing, then stats): past it the
+// context is done and its Err is context.DeadlineExceeded. limit <= 0
+// sets no bound.
+func FilterWithin(ctx context.Context, conn Conn, limit time.Duration) (context.Context, *Request) {
+	fctx, r := Filter(ctx, conn)
+	if r != nil && limit > 0 {
+		r.deadline = time.Now().Add(limit)
+	}
+	return fctx, r
+}
+
 // Request is a filtered request's context. It starts watching its parent
 // only when something waits on Done, so that requests answered from the
 // caches cost no goroutine, and it is the one allocation Filter makes.
@@ -86,11 +99,36 @@ type Request struct {
 	context.Context // the request's: deadline and values
 	tid             uint32
 	conn            Conn
+	deadline        time.Time // FilterWithin's bound; zero: none
 
 	mu    sync.Mutex
 	done  chan struct{} // closed when the caller means to stop
 	stop  chan struct{} // closed when the request ends
 	ended bool
+}
+
+// Deadline is the earlier of the parent's deadline and FilterWithin's.
+func (c *Request) Deadline() (time.Time, bool) {
+	d, ok := c.Context.Deadline()
+	if !c.deadline.IsZero() && (!ok || c.deadline.Before(d)) {
+		return c.deadline, true
+	}
+	return d, ok
+}
+
+// expired reports whether FilterWithin's bound has passed.
+func (c *Request) expired() bool {
+	return !c.deadline.IsZero() && !time.Now().Before(c.deadline)
+}
+
+// timer returns a channel that fires at FilterWithin's bound (nil
+// without one) and the function that stops it.
+func (c *Request) timer() (<-chan time.Time, func() bool) {
+	if c.deadline.IsZero() {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(time.Until(c.deadline))
+	return t.C, t.Stop
 }
 
 func (c *Request) Done() <-chan struct{} {
@@ -111,20 +149,30 @@ func (c *Request) Done() <-chan struct{} {
 // with a goroutine of its own only once the kernel has interrupted it, not
 // for every request that waits on the server.
 func (c *Request) Await(ch <-chan struct{}) error {
+	expiry, stop := c.timer()
+	defer stop()
 	select {
 	case <-ch:
 		return nil
+	case <-expiry:
+		return context.DeadlineExceeded
 	case <-c.Context.Done():
 	}
 	select {
 	case <-ch:
 		return nil
 	case <-c.Done():
+		if c.expired() {
+			return context.DeadlineExceeded
+		}
 		return context.Canceled
 	}
 }
 
 func (c *Request) Err() error {
+	if c.expired() {
+		return context.DeadlineExceeded
+	}
 	if c.Context.Err() == nil {
 		return nil // not interrupted: no need to start watching
 	}
@@ -152,8 +200,13 @@ func (c *Request) End() {
 }
 
 func (c *Request) watch(done, stop chan struct{}) {
+	expiry, stopExpiry := c.timer()
+	defer stopExpiry()
 	select {
 	case <-c.Context.Done():
+	case <-expiry:
+		close(done)
+		return
 	case <-stop:
 		return
 	}
@@ -162,6 +215,9 @@ func (c *Request) watch(done, stop chan struct{}) {
 	for !meant(c.tid) && !c.conn.Gone() {
 		select {
 		case <-t.C:
+		case <-expiry:
+			close(done)
+			return
 		case <-stop:
 			return
 		}

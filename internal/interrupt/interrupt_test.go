@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"sshfsm/internal/testenv"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -287,4 +289,50 @@ func goroutinesIn(fn string) int {
 		}
 	}
 	return n
+}
+
+// TestFilterWithinEndsAtItsBound: a request bounded by FilterWithin is
+// done at its bound with context.DeadlineExceeded, seen through Await, Err
+// and contexts derived from it (as the transport derives its calls'), and
+// the bound is its Deadline.
+func TestFilterWithinEndsAtItsBound(t *testing.T) {
+	parent, _ := request(os.Getpid())
+	const limit = 50 * time.Millisecond
+	start := time.Now()
+	ctx, req := FilterWithin(parent, alive, limit)
+	defer req.End()
+	if d, ok := ctx.Deadline(); !ok || d.Before(start.Add(limit)) {
+		t.Fatalf("Deadline = %v, %v; want the bound %v after the start", d, ok, limit)
+	}
+	if err := req.Await(make(chan struct{})); err != context.DeadlineExceeded {
+		t.Fatalf("Await = %v, want context.DeadlineExceeded", err)
+	}
+	if waited := time.Since(start); waited < limit {
+		t.Fatalf("Await returned after %v, before the bound %v", waited, limit)
+	}
+	child, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	select {
+	case <-child.Done():
+	case <-time.After(testenv.Patience()):
+		t.Fatal("a context derived from a bounded request did not end at its bound")
+	}
+	if child.Err() != context.DeadlineExceeded || ctx.Err() != context.DeadlineExceeded {
+		t.Fatalf("Err = %v (derived: %v), want context.DeadlineExceeded", ctx.Err(), child.Err())
+	}
+}
+
+// TestFilterWithinZeroSetsNoBound: a limit of 0 leaves the request as
+// Filter makes it.
+func TestFilterWithinZeroSetsNoBound(t *testing.T) {
+	parent, _ := request(os.Getpid())
+	ctx, req := FilterWithin(parent, alive, 0)
+	defer req.End()
+	if d, ok := ctx.Deadline(); ok {
+		t.Fatalf("Deadline = %v, want none", d)
+	}
+	goesOn(t, ctx, "a request without a bound ended")
+	if ctx.Err() != nil {
+		t.Fatalf("Err = %v", ctx.Err())
+	}
 }
