@@ -7,10 +7,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// reachedInner is what a call that got through ownerOrRoot ends with: the
-// inner file system of the test is a nil interface.
-type reachedInner struct{}
-
 // openFileOps are the requests libfuse's allow_root lets through from any
 // user: those on files already open, and the ones without a caller.
 var openFileOps = map[string]bool{

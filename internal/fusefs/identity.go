@@ -35,8 +35,13 @@ func (f *filesys) readDir(ctx context.Context, dir string) ([]remote.DirEntry, e
 	switch {
 	case errors.Is(err, remote.ErrTreeUnsupported):
 		f.noTree.Store(true)
-	case err != nil:
+	case err != nil && (ctx.Err() != nil || errors.Is(err, remote.ErrTreeTruncated)):
 		return nil, err
+	case err != nil:
+		// The command failed, most likely with its connection (a link
+		// cut under it): READDIR, which a lost channel sends again on
+		// another, lists dir without the identities rather than fail.
+		f.log.Debug("tree listing failed; listing by READDIR", "dir", dir, "err", err)
 	case listed:
 		return ents, nil
 	}

@@ -140,6 +140,12 @@ func setAttrOn(a *remote.Attr, sa remote.SetAttr) {
 	if sa.Mtime != nil {
 		a.Mtime = sa.Mtime.Truncate(time.Second)
 	}
+	// Any change of attributes is a change of the inode: where the server's
+	// change time is shown (remote.Attr.HasIdentity), it moves to now, as
+	// the server's does (remote.KeepIdentity, for what SFTP answers later).
+	if now := time.Now(); a.HasIdentity() && now.After(a.Ctime) {
+		a.Ctime = now
+	}
 }
 
 // overlayQueued applies the attribute changes queued on the node's writer
