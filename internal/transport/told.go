@@ -44,6 +44,11 @@ const (
 // changeTold runs fn as a mutation; when it is lost in flight, look tells
 // whether it was made: then it succeeded, or it is sent again.
 func (r hostRemote) changeTold(ctx context.Context, fn func(c *channel) error, look func(ctx context.Context) verdict) error {
+	// One call deadline for the change, its looks and its resends: in a
+	// stall each of them would otherwise wait a timeout of its own, and
+	// the caller several.
+	ctx, cancel := context.WithDeadline(ctx, r.h.deadline(ctx))
+	defer cancel()
 	var err error
 	for range maxResends + 1 {
 		err = r.h.do(ctx, mutation, fn)
