@@ -323,6 +323,16 @@ func closeEndpoints(eps []*endpoint) {
 	}
 }
 
+// leaveTerminal sends what the hosts connected at mount time hear from ssh
+// from now on to the log (transport.Host.LeaveTerminal).
+func (t *tree) leaveTerminal() {
+	for _, e := range t.endpoints {
+		if e.host != nil {
+			e.host.LeaveTerminal() // once per host; later calls do nothing
+		}
+	}
+}
+
 // firstHost is the first host connected at mount time.
 func (t *tree) firstHost() *transport.Host {
 	for _, e := range t.endpoints {

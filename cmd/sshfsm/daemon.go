@@ -118,6 +118,7 @@ func runDaemonChild(args []string) config.ExitCode {
 	}
 	sink.serving(cfg, true)
 	m.logSink.Store(sink)
+	m.tree.leaveTerminal()
 	if err := detach(); err != nil {
 		m.unmount()
 		m.close()

@@ -136,7 +136,12 @@ func hashFile(t *testing.T, path string) []byte {
 	return h.Sum(nil)
 }
 
-// Eight parallel readers through the mount spread over both sshd hosts.
+// Eight readers through the mount, open at the same time, spread over both
+// sshd hosts. Every file is opened before any is read: how many readers
+// overlap then depends on the mount, not on how the test's goroutines
+// happen to be scheduled on a busy machine (a reader that finished before
+// the next one opened would leave its member idle, and the next pick would
+// rightly go there again).
 func TestSSHParallelReadersSpread(t *testing.T) {
 	equalLatencies(t)
 	ss := startSSHSet(t)
@@ -145,12 +150,40 @@ func TestSSHParallelReadersSpread(t *testing.T) {
 	for i := range sums {
 		sums[i] = makeFile(t, filepath.Join(ss.dir, fmt.Sprint("f", i)), byte(i), size)
 	}
-	var wg sync.WaitGroup
+	files := make([]*os.File, len(sums))
+	var opened sync.WaitGroup
 	for i := range sums {
+		opened.Add(1)
+		go func() {
+			defer opened.Done()
+			f, err := os.Open(filepath.Join(ss.mnt, fmt.Sprint("f", i)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			files[i] = f
+		}()
+	}
+	opened.Wait()
+	t.Cleanup(func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	var wg sync.WaitGroup
+	for i, f := range files {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if got := hashFile(t, filepath.Join(ss.mnt, fmt.Sprint("f", i))); !bytes.Equal(got, sums[i]) {
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err != nil {
+				t.Errorf("reading f%d: %v", i, err)
+			} else if !bytes.Equal(h.Sum(nil), sums[i]) {
 				t.Errorf("f%d: content differs", i)
 			}
 		}()

@@ -143,12 +143,31 @@ func (h *Host) openChannel(ctx context.Context, slot int, interactive bool) (*ch
 		return nil, err
 	}
 	if c.term != nil {
-		c.proc.errs.setSink(h.logSink())
+		// What ssh writes from now on (the server's own words on its
+		// standard error among them, which ssh may relay after the first
+		// SFTP reply) still goes to the terminal until LeaveTerminal.
 		c.term.flush()
+		h.termMu.Lock()
+		h.onTerm = append(h.onTerm, c)
+		h.termMu.Unlock()
 	}
 	go h.watch(c)
 	go h.watchRaw(c)
 	return c, nil
+}
+
+// LeaveTerminal sends what the sessions started on the terminal write to
+// stderr from now on to the log instead, after showing what they wrote so
+// far. The mount calls it before it leaves the terminal.
+func (h *Host) LeaveTerminal() {
+	h.termMu.Lock()
+	chans := h.onTerm
+	h.onTerm = nil
+	h.termMu.Unlock()
+	for _, c := range chans {
+		c.proc.errs.setSink(h.logSink())
+		c.term.flush()
+	}
 }
 
 // handshake runs the SFTP version exchange, bounded by ctx (and by

@@ -91,6 +91,8 @@ type Host struct {
 	logs    map[string]*fileLog // per remote path: writable handles' shared log (journal.go)
 	files   map[*file]struct{}  // open files, whose names follow renames (names.go)
 	dialed  atomic.Bool         // Dial succeeded: ssh's complaints are news from now on
+	termMu  sync.Mutex          // guards onTerm
+	onTerm  []*channel          // sessions whose ssh still writes to the terminal (LeaveTerminal)
 	reqs    reqCounters
 	ages    inflight.Table // the requests run through pkg/sftp (call.go), while they run
 	wireIn  atomic.Uint64
