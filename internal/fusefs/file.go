@@ -404,6 +404,15 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 	case mode != 0:
 		return syscall.EOPNOTSUPP
 	}
+	// The size compared with is the one after the writes already queued:
+	// a size read before them would let the growing truncate below cut
+	// what they wrote (fallocate never shrinks a file).
+	if err := h.n.pending.wait(ctx); err != nil {
+		return h.n.fsys.toErrno(err)
+	}
+	if _, err := h.w.wait(ctx); err != nil {
+		return h.n.fsys.toErrno(err)
+	}
 	a, err := h.opened().Stat(ctx)
 	if err != nil {
 		return h.n.fsys.toErrno(err)
