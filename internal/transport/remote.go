@@ -96,8 +96,13 @@ func (r hostRemote) Stat(ctx context.Context, p string) (remote.Attr, error) {
 
 func (r hostRemote) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
 	var out []remote.DirEntry
-	err := r.h.do(ctx, idempotent, func(c *channel) error {
-		fis, err := c.client.ReadDir(r.abs(p))
+	// The listing ends with the call's deadline: a server that answers
+	// every READDIR with more names would otherwise keep it (and the
+	// memory of the names) growing after the caller has gone.
+	lctx, cancel := r.h.withDeadline(ctx)
+	defer cancel()
+	err := r.h.do(lctx, idempotent, func(c *channel) error {
+		fis, err := c.client.ReadDirContext(lctx, r.abs(p))
 		if err != nil {
 			return err
 		}
