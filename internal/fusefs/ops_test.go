@@ -230,6 +230,7 @@ func TestLargeSparse(t *testing.T) {
 // TestMmap writes through a shared writable mapping and reads it back.
 func TestMmap(t *testing.T) {
 	tm := mountWith(t, defaultOpts(), nil)
+	testenv.HoldGC(t) // the mount is served by this process
 	const size = 3 * 4096
 	mustWrite(t, tm.path("m"), make([]byte, size))
 	f, err := os.OpenFile(tm.path("m"), os.O_RDWR, 0)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,7 +38,7 @@ func linkLossSeeds(t *testing.T) []uint64 {
 // answered on the new connection; the open file follows its renames; a
 // sibling's unlink or creating open caught by a cut is settled by looking
 // at the server (transport/told.go). With a mmap kind among them, the
-// garbage collector is held for the rest of t (holdGC): the caller runs
+// garbage collector is held for the rest of t (testenv.HoldGC): the caller runs
 // runtime.GC between operations if it needs to.
 // SSHFSM_E2E_LINKLOSS_KINDS (fsx.ParseKinds) replaces them.
 func linkLossKinds(t *testing.T) []fsx.Kind {
@@ -52,7 +51,7 @@ func linkLossKinds(t *testing.T) []fsx.Kind {
 	}
 	for _, k := range ks {
 		if k == fsx.MapRead || k == fsx.MapWrite {
-			holdGC(t)
+			testenv.HoldGC(t)
 			break
 		}
 	}
@@ -97,21 +96,6 @@ func TestFsxLinkResets(t *testing.T) {
 			}
 		})
 	}
-}
-
-// holdGC turns the garbage collector off until t ends; it then runs only
-// when the test calls runtime.GC. The proxy that the mount's link goes
-// through runs in this process, and a thread of it waiting in a page
-// fault on the mount (fsx's mmap operations) cannot be stopped: a
-// collection would stop the world around it, the proxy with it, and the
-// daemon could not reconnect to answer the fault (ssh then times out in
-// the banner exchange).
-func holdGC(t *testing.T) {
-	old := debug.SetGCPercent(-1)
-	t.Cleanup(func() {
-		debug.SetGCPercent(old)
-		runtime.GC()
-	})
 }
 
 // serverHolds compares the server's copy of path (a path in the mount)
