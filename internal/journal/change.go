@@ -114,11 +114,11 @@ var errRecord = fmt.Errorf("%w: bad record", ErrCorrupt)
 // The payload of a record, little-endian:
 //
 //	0   seq u64, at i64, op u8, attr set u8, 2 zero bytes
-//	20  mode, flags, uid, gid u32; size, atime, mtime, offset, len i64;
-//	    spill CRC u32
-//	80  host, branch, path, newpath, target, spill: u16 length + bytes each
+//	20  mode, flags, attr mode, uid, gid u32; size, atime, mtime, offset,
+//	    len i64; spill CRC u32
+//	84  host, branch, path, newpath, target, spill: u16 length + bytes each;
 //	    data: u32 length + bytes
-const fixedLen = 80
+const fixedLen = 84
 
 func (c *Change) payloadLen() int {
 	return fixedLen + 6*2 + len(c.Host) + len(c.Branch) + len(c.Path) + len(c.NewPath) +
@@ -171,14 +171,15 @@ func encodePayload(b []byte, c *Change) []byte {
 	f[17] = byte(c.Attr.Set)
 	le.PutUint32(f[20:], c.Mode)
 	le.PutUint32(f[24:], c.Flags)
-	le.PutUint32(f[28:], c.Attr.UID)
-	le.PutUint32(f[32:], c.Attr.GID)
-	le.PutUint64(f[36:], uint64(c.Attr.Size))
-	le.PutUint64(f[44:], uint64(c.Attr.Atime))
-	le.PutUint64(f[52:], uint64(c.Attr.Mtime))
-	le.PutUint64(f[60:], uint64(c.Offset))
-	le.PutUint64(f[68:], uint64(c.Len))
-	le.PutUint32(f[76:], c.SpillCRC)
+	le.PutUint32(f[28:], c.Attr.Mode)
+	le.PutUint32(f[32:], c.Attr.UID)
+	le.PutUint32(f[36:], c.Attr.GID)
+	le.PutUint64(f[40:], uint64(c.Attr.Size))
+	le.PutUint64(f[48:], uint64(c.Attr.Atime))
+	le.PutUint64(f[56:], uint64(c.Attr.Mtime))
+	le.PutUint64(f[64:], uint64(c.Offset))
+	le.PutUint64(f[72:], uint64(c.Len))
+	le.PutUint32(f[80:], c.SpillCRC)
 	b = append(b, f[:]...)
 	for _, s := range []string{c.Host, c.Branch, c.Path, c.NewPath, c.Target, c.Spill} {
 		b = le.AppendUint16(b, uint16(len(s)))
@@ -206,14 +207,15 @@ func decodePayload(p []byte) (Change, error) {
 	}
 	c.Mode = le.Uint32(p[20:])
 	c.Flags = le.Uint32(p[24:])
-	c.Attr.UID = le.Uint32(p[28:])
-	c.Attr.GID = le.Uint32(p[32:])
-	c.Attr.Size = int64(le.Uint64(p[36:]))
-	c.Attr.Atime = int64(le.Uint64(p[44:]))
-	c.Attr.Mtime = int64(le.Uint64(p[52:]))
-	c.Offset = int64(le.Uint64(p[60:]))
-	c.Len = int64(le.Uint64(p[68:]))
-	c.SpillCRC = le.Uint32(p[76:])
+	c.Attr.Mode = le.Uint32(p[28:])
+	c.Attr.UID = le.Uint32(p[32:])
+	c.Attr.GID = le.Uint32(p[36:])
+	c.Attr.Size = int64(le.Uint64(p[40:]))
+	c.Attr.Atime = int64(le.Uint64(p[48:]))
+	c.Attr.Mtime = int64(le.Uint64(p[56:]))
+	c.Offset = int64(le.Uint64(p[64:]))
+	c.Len = int64(le.Uint64(p[72:]))
+	c.SpillCRC = le.Uint32(p[80:])
 	rest := p[fixedLen:]
 	var strs [6]string
 	for i := range strs {

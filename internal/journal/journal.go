@@ -55,6 +55,8 @@ type Options struct {
 	// own rather than into the record. Default DefaultSpillSize, at most
 	// 1 MiB.
 	SpillSize int
+
+	onCommit func(records int) // tests: called before each batch is written
 }
 
 // Journal is the durable list of the changes a mount made that the
@@ -76,6 +78,7 @@ type Journal struct {
 	nextSeq uint64
 	pending map[uint64]*entry
 	bytes   int64
+	waiting int           // Appends waiting for room
 	space   chan struct{} // closed, and replaced, whenever pending shrinks
 	undone  map[uint64]int
 	oldest  uint64 // the oldest segment on disk
@@ -107,6 +110,7 @@ type request struct {
 	change  bool     // a change (else a done record)
 	spill   bool     // its data is in a spill file, which must be durable first
 	done    []uint64 // a done record's sequence numbers
+	drop    []string // spill files of those, to remove once it is on disk
 	ch      chan struct{}
 	err     error
 }
@@ -116,6 +120,7 @@ type Stats struct {
 	Entries int   // changes appended and not done
 	Bytes   int64 // their bytes, as MaxBytes counts them
 	Oldest  int64 // At of the oldest, 0 when none
+	Waiting int   // Appends waiting for room under the bounds
 }
 
 // Open opens the journal in o.Dir, or makes it, and returns the changes
@@ -458,14 +463,19 @@ func (j *Journal) Append(ctx context.Context, c Change) (uint64, error) {
 	j.mu.Lock()
 	for j.err == nil && !j.closing && j.full(n) {
 		space := j.space
+		j.waiting++
 		j.mu.Unlock()
 		select {
 		case <-space:
 		case <-ctx.Done():
+			j.mu.Lock()
+			j.waiting--
+			j.mu.Unlock()
 			j.dropSpill(c.Spill)
 			return 0, ctx.Err()
 		}
 		j.mu.Lock()
+		j.waiting--
 	}
 	if err := j.usable(); err != nil {
 		j.mu.Unlock()
@@ -604,6 +614,10 @@ func (j *Journal) done(seqs []uint64) error {
 	j.enqueue(r)
 	j.mu.Unlock()
 	<-r.ch
+	// The done record is on disk: the data is not needed any more.
+	for _, name := range r.drop {
+		j.dropSpill(name)
+	}
 	return r.err
 }
 
@@ -611,7 +625,7 @@ func (j *Journal) done(seqs []uint64) error {
 func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	s := Stats{Entries: len(j.pending), Bytes: j.bytes}
+	s := Stats{Entries: len(j.pending), Bytes: j.bytes, Waiting: j.waiting}
 	for _, e := range j.pending {
 		if s.Oldest == 0 || e.at < s.Oldest {
 			s.Oldest = e.at
@@ -680,9 +694,11 @@ func (j *Journal) commitLoop() {
 		j.mu.Unlock()
 
 		if err == nil {
+			if j.o.onCommit != nil {
+				j.o.onCommit(len(take))
+			}
 			err = j.commit(take)
 		}
-		var drop []string
 		j.mu.Lock()
 		if err != nil && j.err == nil {
 			j.err = fmt.Errorf("journal %s: %w", j.dir, err)
@@ -703,7 +719,7 @@ func (j *Journal) commitLoop() {
 				j.bytes -= e.bytes
 				j.undone[e.seg]--
 				if e.spill != "" {
-					drop = append(drop, e.spill)
+					r.drop = append(r.drop, e.spill)
 				}
 				shrunk = true
 			}
@@ -713,12 +729,6 @@ func (j *Journal) commitLoop() {
 			j.space = make(chan struct{})
 		}
 		j.mu.Unlock()
-		for _, r := range take {
-			close(r.ch)
-		}
-		for _, name := range drop {
-			j.dropSpill(name)
-		}
 		if shrunk {
 			if err := j.removeDrained(); err != nil {
 				j.mu.Lock()
@@ -727,6 +737,9 @@ func (j *Journal) commitLoop() {
 				}
 				j.mu.Unlock()
 			}
+		}
+		for _, r := range take {
+			close(r.ch)
 		}
 	}
 }
