@@ -141,7 +141,7 @@ func Open(o Options) (*Journal, []Change, error) {
 		space: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	j.wake = sync.NewCond(&j.mu)
-	if err := os.MkdirAll(j.spillDir, 0o700); err != nil {
+	if err := makeDirs(j.spillDir); err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	lock, err := os.OpenFile(filepath.Join(j.dir, lockName), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
@@ -414,6 +414,25 @@ func (j *Journal) removeDrained() error {
 		j.oldest = n + 1
 		j.mu.Unlock()
 	}
+}
+
+// makeDirs makes dir and what is missing above it, 0700, each made
+// durable in its parent: the journal must not lose its own directory in
+// a power cut.
+func makeDirs(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := makeDirs(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
 }
 
 func syncDir(dir string) error {
