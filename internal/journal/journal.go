@@ -373,7 +373,7 @@ func (j *Journal) newSegment(n, first uint64) error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if _, err := f.WriteAt(h.encode(), 0); err == nil {
+	if _, err = f.WriteAt(h.encode(), 0); err == nil {
 		err = unix.Fdatasync(int(f.Fd()))
 	}
 	if err == nil {
@@ -447,17 +447,16 @@ func syncDir(dir string) error {
 // Append records c and returns its sequence number once the record is on
 // disk: from then on it survives a crash, until Done. It waits first
 // while the bounds are reached, as long as ctx allows. Seq and At are
-// set here; a Write's Len is the length of its Data, which goes to a
-// spill file past the spill size.
+// set here; so is a Write's Len, the length of its Data, which goes to a
+// spill file past the spill size. Only a Write has Data.
 func (j *Journal) Append(ctx context.Context, c Change) (uint64, error) {
 	if c.Op < Create || c.Op > lastChange {
 		return 0, fmt.Errorf("journal: append of %s", c.Op)
 	}
-	if c.Op == Write {
-		c.Len, c.Spill, c.SpillCRC = int64(len(c.Data)), "", 0
-	} else {
-		c.Data, c.Len, c.Spill, c.SpillCRC = nil, 0, "", 0
+	if c.Op != Write && len(c.Data) > 0 {
+		return 0, fmt.Errorf("journal: %s with data", c.Op)
 	}
+	c.Len, c.Spill, c.SpillCRC = int64(len(c.Data)), "", 0
 	if len(c.Data) <= j.o.SpillSize {
 		if err := c.check(); err != nil {
 			return 0, err

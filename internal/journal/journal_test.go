@@ -465,6 +465,7 @@ func TestRejects(t *testing.T) {
 		{Op: Rmdir, Path: string(make([]byte, maxName+1))},
 		{Op: Setattr, Attr: Attr{Set: 0x80}},
 		{Op: Write, Offset: -1},
+		{Op: Mkdir, Path: "/d", Data: []byte("x")},
 	} {
 		if _, err := j.Append(context.Background(), c); err == nil {
 			t.Errorf("append of %+v accepted", c.Op)
