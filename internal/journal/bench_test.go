@@ -47,3 +47,37 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOrderUntar adds and drains what an untar of a tree sends: a
+// directory, then a create, a write and a setattr for each of its files.
+func BenchmarkOrderUntar(b *testing.B) {
+	const files = 2000
+	var cs []*Change
+	seq := uint64(0)
+	add := func(op Op, p string) {
+		seq++
+		cs = append(cs, &Change{Seq: seq, Op: op, Host: "h", Branch: "b", Path: p})
+	}
+	for d := range 20 {
+		dir := fmt.Sprintf("/src/d%d", d)
+		add(Mkdir, dir)
+		for f := range files / 20 {
+			p := fmt.Sprintf("%s/f%d.c", dir, f)
+			add(Create, p)
+			add(Write, p)
+			add(Setattr, p)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		o := NewOrder()
+		for _, c := range cs {
+			o.Add(c)
+		}
+		for o.Len() > 0 {
+			for _, c := range o.Next() {
+				o.Done(c.Seq)
+			}
+		}
+	}
+}

@@ -19,6 +19,7 @@ type Order struct {
 	trees   map[tree]*node
 	pending map[uint64]*item
 	ready   []*item // not taken, nothing to wait for
+	adds    uint64  // Add calls so far: marks an item already counted by one
 }
 
 type tree struct{ host, branch string }
@@ -30,6 +31,7 @@ type item struct {
 	waiters []*item // pending changes waiting for it
 	nodes   []*node // where it is listed: its path and NewPath
 	taken   bool
+	mark    uint64 // the Add that last counted it as a dependency
 }
 
 // node is one name in a tree of paths, with the pending changes of that
@@ -52,12 +54,14 @@ func (o *Order) Len() int { return len(o.pending) }
 // Add adds a change; changes must be added in the order of their Seq.
 // The Order keeps c, which must not change until it is done.
 func (o *Order) Add(c *Change) {
-	it := &item{c: c}
+	o.adds++
+	it := &item{c: c, mark: o.adds}
 	root := o.root(c.Host, c.Branch, true)
 	for _, p := range changePaths(c) {
 		n := root.walk(p, true)
 		for _, dep := range related(n) {
-			if !slices.Contains(dep.waiters, it) && dep != it {
+			if dep.mark != o.adds {
+				dep.mark = o.adds
 				dep.waiters = append(dep.waiters, it)
 				it.waits++
 			}
@@ -96,7 +100,12 @@ func (o *Order) Done(seq uint64) bool {
 	}
 	delete(o.pending, seq)
 	for _, n := range it.nodes {
-		n.items = slices.DeleteFunc(n.items, func(x *item) bool { return x == it })
+		// The changes of one path are done in order: it is the first.
+		if n.items[0] == it {
+			n.items = n.items[1:]
+		} else {
+			n.items = slices.DeleteFunc(n.items, func(x *item) bool { return x == it })
+		}
 		n.prune()
 	}
 	if root := o.trees[tree{it.c.Host, it.c.Branch}]; root != nil && len(root.kids) == 0 && len(root.items) == 0 {
