@@ -151,7 +151,7 @@ func decodeBatch(b []byte, salt [8]byte) ([]Change, uint32, int, error) {
 type segScan struct {
 	hdr     segHeader
 	records []Change
-	end     int64 // where the good batches end
+	end     int64 // where the good batches end: a multiple of blockSize
 	sealed  bool  // its last good batch is its end
 	torn    bool  // bytes follow end that are not a batch: a write cut short
 }
@@ -181,7 +181,9 @@ func scanSegment(data []byte) (segScan, error) {
 			break
 		}
 	}
-	s.end = int64(min(off, len(data)))
+	// A batch is good once its records are: the zeros padding it may not
+	// all have reached the disk, so end may lie past the file's end.
+	s.end = int64(off)
 	if !s.sealed && off < len(data) {
 		s.torn = true
 	}

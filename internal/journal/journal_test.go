@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -197,22 +198,26 @@ func TestTornTail(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		tear func(t *testing.T, data []byte, last int) []byte // last: where the last batch starts
+		kept bool                                             // the last batch's records are whole: it stays
 	}{
-		{"cut inside the header", func(t *testing.T, d []byte, last int) []byte { return d[:last+10] }},
-		{"cut inside a record", func(t *testing.T, d []byte, last int) []byte { return d[:last+100] }},
-		{"cut at a block", func(t *testing.T, d []byte, last int) []byte { return d[:last+blockSize] }},
+		{"cut inside the header", func(t *testing.T, d []byte, last int) []byte { return d[:last+10] }, false},
+		{"cut inside a record", func(t *testing.T, d []byte, last int) []byte { return d[:last+100] }, false},
+		{"cut at a block", func(t *testing.T, d []byte, last int) []byte { return d[:last+blockSize] }, false},
 		{"a block of zeros", func(t *testing.T, d []byte, last int) []byte {
 			clear(d[last+blockSize : last+2*blockSize])
 			return d
-		}},
+		}, false},
 		{"header zeroed", func(t *testing.T, d []byte, last int) []byte {
 			clear(d[last : last+batchHeaderLen])
 			return d
-		}},
+		}, false},
+		{"padding cut", func(t *testing.T, d []byte, last int) []byte {
+			return d[:last+batchHeaderLen+int(binary.LittleEndian.Uint32(d[last+4:]))]
+		}, true},
 		{"garbage after it", func(t *testing.T, d []byte, last int) []byte {
 			d[last+50] ^= 1
 			return append(d, content("junk", 3*blockSize)...)
-		}},
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -224,7 +229,10 @@ func TestTornTail(t *testing.T) {
 			// The last batch: several records, more than one block.
 			var last int
 			j.o.onCommit = func(int) { last = int(j.segSize) }
-			appendChange(t, j, Change{Op: Write, Path: "/g", Data: content("x", 6000)})
+			g := appendChange(t, j, Change{Op: Write, Path: "/g", Data: content("x", 6000)})
+			if tc.kept {
+				want = append(want, g)
+			}
 			j.crash()
 			seg := lastSegment(t, dir)
 			data, err := os.ReadFile(seg)
@@ -495,6 +503,33 @@ func TestHalfMadeSegment(t *testing.T) {
 	}
 	_, got := openJournal(t, dir, nil)
 	if len(got) != 1 || got[0].Seq != s {
+		t.Fatalf("replayed %+v", got)
+	}
+}
+
+// TestHeaderBlockCut: a segment whose header block reached the disk only
+// in part (its header whole) is a segment with no batch; it is ended
+// where its first batch would have started.
+func TestHeaderBlockCut(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := openJournal(t, dir, nil)
+	s := appendChange(t, j, Change{Op: Mkdir, Path: "/d"})
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = openJournal(t, dir, nil) // makes a new segment, empty
+	j.crash()
+	if err := os.Truncate(lastSegment(t, dir), 100); err != nil {
+		t.Fatal(err)
+	}
+	j, got := openJournal(t, dir, nil)
+	if len(got) != 1 || got[0].Seq != s {
+		t.Fatalf("replayed %+v", got)
+	}
+	s2 := appendChange(t, j, Change{Op: Mkdir, Path: "/e"})
+	j.crash()
+	_, got = openJournal(t, dir, nil)
+	if len(got) != 2 || got[1].Seq != s2 {
 		t.Fatalf("replayed %+v", got)
 	}
 }

@@ -80,7 +80,7 @@ func FuzzRecord(f *testing.F) {
 		}
 
 		if s, err := scanSegment(b); err == nil {
-			if s.end < blockSize && len(b) >= blockSize || s.end > int64(len(b)) {
+			if s.end < blockSize || s.end%blockSize != 0 || s.end > int64(len(b))+blockSize {
 				t.Fatalf("segment of %d bytes ends at %d", len(b), s.end)
 			}
 			for _, r := range s.records {
