@@ -153,7 +153,6 @@ type segScan struct {
 	records []Change
 	end     int64 // where the good batches end: a multiple of blockSize
 	sealed  bool  // its last good batch is its end
-	torn    bool  // bytes follow end that are not a batch: a write cut short
 }
 
 // scanSegment reads a whole segment file. The batches are read in order
@@ -184,9 +183,6 @@ func scanSegment(data []byte) (segScan, error) {
 	// A batch is good once its records are: the zeros padding it may not
 	// all have reached the disk, so end may lie past the file's end.
 	s.end = int64(off)
-	if !s.sealed && off < len(data) {
-		s.torn = true
-	}
 	// After the end batch nothing is ever written; after a failed one,
 	// nothing was acknowledged.
 	start := off
