@@ -25,7 +25,7 @@
 // number of its first record, a random salt, CRC-32C), then batches,
 // each starting at a multiple of 4 KiB:
 //
-//	0   header  magic, body length, record count, flags (end), salt, CRC-32C
+//	0   header  magic, body length, record count, flags (end, carry), salt, CRC-32C
 //	32  records length u32, CRC-32C of length and payload u32, payload
 //	    zeros to the next 4 KiB
 //
@@ -66,7 +66,18 @@
 //     change is on disk; those a crash left without a record go at Open.
 //     New names (segments, spill files, the directories) are synced in
 //     their directory.
-//  6. One process at a time: Open takes an exclusive flock.
+//  6. A change the drain cannot send (a server that refuses it, a link
+//     down) must not keep every later segment on disk. When a new
+//     segment begins and the changes pending in older ones take at most
+//     a quarter of their bytes, their records are copied, unchanged, into
+//     carry batches at the start of the new segment, synced one at a
+//     time; the older segments then hold nothing pending and go. A crash
+//     before they are gone leaves two copies of a record, read as one; a
+//     done record always follows the copies of its changes. Older
+//     segments thus take about four times the bytes of the records
+//     pending at most, and copying adds at most a third to what is
+//     written.
+//  7. One process at a time: Open takes an exclusive flock.
 //
 // A change the server applied but whose Done did not reach the disk is
 // sent again after a crash; the drainer must expect that (a rename

@@ -18,7 +18,8 @@ const (
 	frameLen       = 8          // a record's length and CRC-32C
 	maxBatchBody   = 64 << 20
 
-	flagEnd = 1 // the segment's last batch: no record follows, ever
+	flagEnd   = 1 // the segment's last batch: no record follows, ever
+	flagCarry = 2 // pending changes copied from older segments, first in a segment
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -126,7 +127,8 @@ func decodeBatch(b []byte, salt [8]byte) ([]Change, uint32, int, error) {
 		return nil, 0, 0, errRecord
 	}
 	body, count, flags := le.Uint32(b[4:]), le.Uint32(b[8:]), le.Uint32(b[12:])
-	if body > maxBatchBody || uint64(body) > uint64(len(b)-batchHeaderLen) || flags&^flagEnd != 0 ||
+	if body > maxBatchBody || uint64(body) > uint64(len(b)-batchHeaderLen) ||
+		flags != 0 && flags != flagEnd && flags != flagCarry ||
 		uint64(count) > uint64(body)/frameLen {
 		return nil, 0, 0, errRecord
 	}
@@ -150,6 +152,7 @@ func decodeBatch(b []byte, salt [8]byte) ([]Change, uint32, int, error) {
 // segScan is what a segment file holds.
 type segScan struct {
 	hdr     segHeader
+	carried []Change // copies of earlier changes, from its carry batches
 	records []Change
 	end     int64 // where the good batches end: a multiple of blockSize
 	sealed  bool  // its last good batch is its end
@@ -168,12 +171,21 @@ func scanSegment(data []byte) (segScan, error) {
 	}
 	s.hdr = h
 	off := blockSize
+	own := false // a batch of its own records was read
 	for off < len(data) {
 		recs, flags, n, err := decodeBatch(data[off:], h.salt)
 		if err != nil {
 			break
 		}
-		s.records = append(s.records, recs...)
+		if flags&flagCarry != 0 {
+			if own {
+				return s, fmt.Errorf("%w: segment %d: carried changes after its own", ErrCorrupt, h.num)
+			}
+			s.carried = append(s.carried, recs...)
+		} else {
+			own = true
+			s.records = append(s.records, recs...)
+		}
 		off += n
 		if flags&flagEnd != 0 {
 			s.sealed = true

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,7 @@ type Options struct {
 	SpillSize int
 
 	onCommit func(records int) // tests: called before each batch is written
+	onRemove func(seg uint64)  // tests: called before a drained segment is removed
 }
 
 // Journal is the durable list of the changes a mount made that the
@@ -78,10 +80,11 @@ type Journal struct {
 	nextSeq uint64
 	pending map[uint64]*entry
 	bytes   int64
-	waiting int           // Appends waiting for room
-	space   chan struct{} // closed, and replaced, whenever pending shrinks
-	undone  map[uint64]int
-	oldest  uint64 // the oldest segment on disk
+	waiting int              // Appends waiting for room
+	space   chan struct{}    // closed, and replaced, whenever pending shrinks
+	undone  map[uint64]int   // per segment: the pending changes whose record (newest copy) is in it
+	sizes   map[uint64]int64 // per segment but the active one: its bytes
+	oldest  uint64           // the oldest segment on disk
 
 	// The active segment: the committer's alone once Open returned (it
 	// reads them under mu too, which only orders, never guards).
@@ -97,7 +100,8 @@ type Journal struct {
 type entry struct {
 	seg        uint64 // the segment its record is in, once committed
 	at         int64
-	bytes      int64
+	bytes      int64 // what it counts against MaxBytes
+	size       int64 // its record's bytes in a segment
 	spill      string
 	committed  bool
 	doneQueued bool
@@ -137,7 +141,7 @@ func Open(o Options) (*Journal, []Change, error) {
 	o.SpillSize = min(o.SpillSize, maxInline)
 	j := &Journal{
 		o: o, dir: o.Dir, spillDir: filepath.Join(o.Dir, spillDirName),
-		pending: map[uint64]*entry{}, undone: map[uint64]int{},
+		pending: map[uint64]*entry{}, undone: map[uint64]int{}, sizes: map[uint64]int64{},
 		space: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	j.wake = sync.NewCond(&j.mu)
@@ -200,13 +204,15 @@ func (j *Journal) load() ([]Change, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("journal %s: %w: %s", j.dir, ErrCorrupt, fmt.Sprintf(format, args...))
 	}
+	type loaded struct {
+		c   Change
+		seg uint64 // the segment of its newest copy
+	}
 	var (
-		changes []Change
-		segs    []uint64           // the segment of each change
-		index   = map[uint64]int{} // seq → its place in changes
-		done    = map[uint64]bool{}
-		next    uint64
-		last    *segScan
+		recs = map[uint64]*loaded{}
+		done = map[uint64]bool{}
+		next uint64
+		last *segScan
 	)
 	for i, n := range nums {
 		if i > 0 && n != nums[i-1]+1 {
@@ -241,26 +247,29 @@ func (j *Journal) load() ([]Change, error) {
 		} else if s.hdr.firstSeq != next {
 			return nil, corrupt("segment %d starts at record %d, not %d", n, s.hdr.firstSeq, next)
 		}
+		j.sizes[n] = int64(len(data))
+		// Copies of changes still pending when the segment was begun,
+		// whose first records may be gone with older segments.
+		for k, c := range s.carried {
+			if c.Op == opDone || c.Seq >= s.hdr.firstSeq || k > 0 && c.Seq <= s.carried[k-1].Seq {
+				return nil, corrupt("segment %d: carried record %d", n, c.Seq)
+			}
+			recs[c.Seq] = &loaded{c, n}
+		}
 		for _, c := range s.records {
 			if c.Seq != next {
 				return nil, corrupt("segment %d: record %d where %d was due", n, c.Seq, next)
 			}
 			next++
 			if c.Op != opDone {
-				index[c.Seq] = len(changes)
-				changes = append(changes, c)
-				segs = append(segs, n)
-				j.undone[n]++
+				recs[c.Seq] = &loaded{c, n}
 				continue
 			}
 			for _, d := range doneSeqs(&c) {
 				if d >= c.Seq {
 					return nil, corrupt("record %d marks later record %d done", c.Seq, d)
 				}
-				if k, ok := index[d]; ok && !done[d] {
-					done[d] = true
-					j.undone[segs[k]]--
-				}
+				done[d] = true
 			}
 		}
 		last = &s
@@ -275,15 +284,18 @@ func (j *Journal) load() ([]Change, error) {
 		j.oldest = nums[0]
 	}
 
-	kept := changes[:0]
-	for k, c := range changes {
-		if !done[c.Seq] {
-			kept = append(kept, c)
-			j.pending[c.Seq] = &entry{seg: segs[k], at: c.At, bytes: cost(&c), spill: c.Spill, committed: true}
-			j.bytes += cost(&c)
+	var changes []Change
+	for seq, l := range recs {
+		if done[seq] {
+			continue
 		}
+		c := &l.c
+		changes = append(changes, *c)
+		j.pending[seq] = &entry{seg: l.seg, at: c.At, bytes: cost(c), size: recordSize(c), spill: c.Spill, committed: true}
+		j.bytes += cost(c)
+		j.undone[l.seg]++
 	}
-	changes = kept
+	sort.Slice(changes, func(a, b int) bool { return changes[a].Seq < changes[b].Seq })
 	if err := j.checkSpills(changes); err != nil {
 		return nil, err
 	}
@@ -291,6 +303,7 @@ func (j *Journal) load() ([]Change, error) {
 		if err := j.seal(last); err != nil {
 			return nil, err
 		}
+		j.sizes[last.hdr.num] = last.end + blockSize
 	}
 	if err := j.newSegment(j.segNum+1, j.nextSeq); err != nil {
 		return nil, err
@@ -300,6 +313,9 @@ func (j *Journal) load() ([]Change, error) {
 	}
 	return changes, nil
 }
+
+// recordSize is the bytes of c's record in a batch.
+func recordSize(c *Change) int64 { return int64(c.payloadLen() + frameLen) }
 
 // cost is what a change counts against MaxBytes.
 func cost(c *Change) int64 {
@@ -403,6 +419,9 @@ func (j *Journal) removeDrained() error {
 		if !drained {
 			return nil
 		}
+		if j.o.onRemove != nil {
+			j.o.onRemove(n)
+		}
 		if err := os.Remove(filepath.Join(j.dir, segName(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("journal: %w", err)
 		}
@@ -411,6 +430,7 @@ func (j *Journal) removeDrained() error {
 		}
 		j.mu.Lock()
 		delete(j.undone, n)
+		delete(j.sizes, n)
 		j.oldest = n + 1
 		j.mu.Unlock()
 	}
@@ -503,7 +523,7 @@ func (j *Journal) Append(ctx context.Context, c Change) (uint64, error) {
 	seq := j.nextSeq
 	j.nextSeq++
 	putSeq(payload, seq)
-	j.pending[seq] = &entry{at: c.At, bytes: n, spill: c.Spill}
+	j.pending[seq] = &entry{at: c.At, bytes: n, size: recordSize(&c), spill: c.Spill}
 	j.bytes += n
 	r := &request{payload: payload, seq: seq, change: true, spill: c.Spill != "", ch: make(chan struct{})}
 	j.enqueue(r)
@@ -747,7 +767,7 @@ func (j *Journal) commitLoop() {
 			j.space = make(chan struct{})
 		}
 		j.mu.Unlock()
-		if shrunk {
+		if err == nil {
 			if err := j.removeDrained(); err != nil {
 				j.mu.Lock()
 				if j.err == nil {
@@ -800,5 +820,91 @@ func (j *Journal) rotate(first uint64) error {
 	if err := unix.Fdatasync(int(j.seg.Fd())); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
-	return j.newSegment(j.segNum+1, first)
+	old := j.segNum
+	j.mu.Lock()
+	j.sizes[old] = j.segSize + blockSize
+	j.mu.Unlock()
+	if err := j.newSegment(old+1, first); err != nil {
+		return err
+	}
+	return j.carry()
+}
+
+// carryRatio: changes still pending in older segments are copied into a
+// new one when they take at most 1/carryRatio of those segments' bytes,
+// so that a change the drain cannot send keeps no more than that many
+// times its size on disk, and copying costs at most that share of what
+// is written.
+const carryRatio = 4
+
+// carry copies the changes pending in older segments into the active
+// one, as its first batches, when they are few enough; the older
+// segments can then go. Committer only, right after newSegment.
+func (j *Journal) carry() error {
+	j.mu.Lock()
+	var live, total int64
+	want := map[uint64]bool{}
+	from := map[uint64]bool{}
+	for seq, e := range j.pending {
+		if e.committed && e.seg < j.segNum {
+			live += e.size
+			want[seq] = true
+			from[e.seg] = true
+		}
+	}
+	for n := j.oldest; n < j.segNum; n++ {
+		total += j.sizes[n]
+	}
+	j.mu.Unlock()
+	if live == 0 || live*carryRatio > total {
+		return nil
+	}
+	var seqs []uint64
+	payloads := map[uint64][]byte{}
+	for n := range from {
+		data, err := os.ReadFile(filepath.Join(j.dir, segName(n)))
+		if err != nil {
+			return fmt.Errorf("carry: %w", err)
+		}
+		s, err := scanSegment(data)
+		if err != nil {
+			return fmt.Errorf("carry: %w", err)
+		}
+		for _, c := range append(s.carried, s.records...) {
+			if want[c.Seq] && payloads[c.Seq] == nil {
+				payloads[c.Seq] = encodePayload(nil, &c)
+				seqs = append(seqs, c.Seq)
+			}
+		}
+	}
+	if len(seqs) != len(want) {
+		return fmt.Errorf("carry: %w: %d pending records found of %d", ErrCorrupt, len(seqs), len(want))
+	}
+	slices.Sort(seqs)
+	// One batch synced at a time, as always: a crash tears the last only.
+	for len(seqs) > 0 {
+		t := newBatch()
+		for len(seqs) > 0 && (t.count == 0 || t.bodyLen()+frameLen+len(payloads[seqs[0]]) <= maxTake) {
+			t.add(payloads[seqs[0]])
+			seqs = seqs[1:]
+		}
+		b := t.seal(j.salt, flagCarry)
+		if _, err := j.seg.WriteAt(b, j.segSize); err != nil {
+			return fmt.Errorf("carry: write: %w", err)
+		}
+		if err := unix.Fdatasync(int(j.seg.Fd())); err != nil {
+			return fmt.Errorf("carry: sync: %w", err)
+		}
+		j.segSize += int64(len(b))
+	}
+	j.mu.Lock()
+	for seq := range want {
+		if e := j.pending[seq]; e != nil {
+			j.undone[e.seg]--
+			e.seg = j.segNum
+			j.undone[e.seg]++
+		}
+	}
+	j.mu.Unlock()
+	return nil
 }

@@ -299,10 +299,16 @@ func TestCorrupt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			small := func(o *Options) { o.SegmentSize = 12 << 10; o.SpillSize = 1000 }
+			// Records that fill their blocks, so that nothing is carried
+			// into newer segments; the last one spilled.
+			small := func(o *Options) { o.SegmentSize = 12 << 10; o.SpillSize = 3800 }
 			j, _ := openJournal(t, dir, small)
 			for i := range 12 {
-				appendChange(t, j, Change{Op: Write, Path: "/f", Data: content(string(rune(i)), 200+100*i)})
+				n := 3000 + 50*i
+				if i == 11 {
+					n = 5000
+				}
+				appendChange(t, j, Change{Op: Write, Path: "/f", Data: content(string(rune(i)), n)})
 			}
 			j.crash()
 			segs := segFiles(t, dir)
@@ -531,5 +537,79 @@ func TestHeaderBlockCut(t *testing.T) {
 	_, got = openJournal(t, dir, nil)
 	if len(got) != 2 || got[1].Seq != s2 {
 		t.Fatalf("replayed %+v", got)
+	}
+}
+
+// TestCarry: a change the drain does not send keeps no string of old
+// segments on disk: it is copied forward, and the segments behind it go.
+func TestCarry(t *testing.T) {
+	dir := t.TempDir()
+	small := func(o *Options) { o.SegmentSize = 16 << 10 }
+	j, _ := openJournal(t, dir, small)
+	stuck := appendChange(t, j, Change{Op: Create, Host: "h", Path: "/stuck", Mode: 0o600})
+	for i := range 200 {
+		s := appendChange(t, j, Change{Op: Write, Path: "/f", Data: content(string(rune(i)), 1500)})
+		if err := j.Done(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 200 batches of 4 KiB in 16 KiB segments: 67 segments, had they
+	// stayed behind the stuck change.
+	if n := len(segFiles(t, dir)); n > 3 {
+		t.Fatalf("%d segments behind one pending change", n)
+	}
+	last := appendChange(t, j, Change{Op: Mkdir, Path: "/last"})
+	j.crash()
+	j, got := openJournal(t, dir, small)
+	if len(got) != 2 || got[0].Seq != stuck || got[0].Path != "/stuck" || got[0].Mode != 0o600 || got[1].Seq != last {
+		t.Fatalf("replayed %+v", got)
+	}
+	if err := j.Done(stuck, last); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(segFiles(t, dir)); n != 1 {
+		t.Fatalf("%d segments once everything is done", n)
+	}
+}
+
+// TestCarryCrashBeforeRemoval: a crash after changes were copied forward
+// and before the segments behind them went replays each change once.
+func TestCarryCrashBeforeRemoval(t *testing.T) {
+	dir := t.TempDir()
+	removed := map[string][]byte{}
+	small := func(o *Options) {
+		o.SegmentSize = 16 << 10
+		o.onRemove = func(n uint64) {
+			data, err := os.ReadFile(filepath.Join(dir, segName(n)))
+			if err != nil {
+				panic(err)
+			}
+			removed[segName(n)] = data
+		}
+	}
+	j, _ := openJournal(t, dir, small)
+	a := appendChange(t, j, Change{Op: Create, Path: "/a"})
+	b := appendChange(t, j, Change{Op: Write, Path: "/b", Data: content("b", 900)})
+	for i := 0; len(removed) == 0; i++ {
+		if i == 100 {
+			t.Fatal("nothing carried after 100 rotations' worth of appends")
+		}
+		s := appendChange(t, j, Change{Op: Write, Path: "/f", Data: content(string(rune(i)), 1500)})
+		if err := j.Done(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Done(b); err != nil { // done after its copy: the copy must not come back
+		t.Fatal(err)
+	}
+	j.crash()
+	for name, data := range removed {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, got := openJournal(t, dir, func(o *Options) { o.SegmentSize = 16 << 10 })
+	if len(got) != 1 || got[0].Seq != a {
+		t.Fatalf("replayed %+v, want only %d", got, a)
 	}
 }
