@@ -30,6 +30,12 @@ func FuzzRecord(f *testing.F) {
 	end := newBatch()
 	end.add(encodePayload(nil, &done))
 	f.Add(append(seg, end.seal([8]byte{1, 2, 3}, flagEnd)...), false, uint8(200), uint8(4))
+	carried := newBatch()
+	carried.add(encodePayload(nil, &spilled))
+	own := newBatch()
+	own.add(encodePayload(nil, &Change{Seq: 70, Op: Unlink, Path: "/x"}))
+	withCarry := append(append(bytes.Clone(seg), carried.seal([8]byte{1, 2, 3}, flagCarry)...), own.seal([8]byte{1, 2, 3}, 0)...)
+	f.Add(withCarry, false, uint8(0), uint8(0))
 
 	f.Fuzz(func(t *testing.T, b []byte, frame bool, at, flip uint8) {
 		c, err := decodePayload(b)
