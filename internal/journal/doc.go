@@ -19,7 +19,7 @@
 //
 //	lock                       flock'ed by the process that has the journal open
 //	<16 hex digits>.wj         segments, numbered in order
-//	spill/w-<digits>           the bytes of one large write
+//	spill/w-<16 hex digits>    the bytes of one large write
 //
 // A segment is a header block (magic, format, its number, the sequence
 // number of its first record, a random salt, CRC-32C), then batches,

@@ -71,20 +71,21 @@ type Journal struct {
 
 	// mu guards everything below it. Lock order: mu only; no I/O under
 	// it but encoding.
-	mu      sync.Mutex
-	wake    *sync.Cond // the committer waits on it for work or closing
-	queue   []*request
-	queued  int // bytes of payload in queue
-	closing bool
-	err     error // sticky: a write or sync failed; nothing more is taken
-	nextSeq uint64
-	pending map[uint64]*entry
-	bytes   int64
-	waiting int              // Appends waiting for room
-	space   chan struct{}    // closed, and replaced, whenever pending shrinks
-	undone  map[uint64]int   // per segment: the pending changes whose record (newest copy) is in it
-	sizes   map[uint64]int64 // per segment but the active one: its bytes
-	oldest  uint64           // the oldest segment on disk
+	mu       sync.Mutex
+	wake     *sync.Cond // the committer waits on it for work or closing
+	queue    []*request
+	queued   int // bytes of payload in queue
+	closing  bool
+	err      error // sticky: a write or sync failed; nothing more is taken
+	nextSeq  uint64
+	pending  map[uint64]*entry
+	bytes    int64            // of pending and reserved
+	reserved int              // Appends past the bounds' wait, not yet queued
+	waiting  int              // Appends waiting for room
+	space    chan struct{}    // closed, and replaced, whenever pending shrinks
+	undone   map[uint64]int   // per segment: the pending changes whose record (newest copy) is in it
+	sizes    map[uint64]int64 // per segment but the active one: its bytes
+	oldest   uint64           // the oldest segment on disk
 
 	// The active segment: the committer's alone once Open returned (it
 	// reads them under mu too, which only orders, never guards).
@@ -477,27 +478,19 @@ func (j *Journal) Append(ctx context.Context, c Change) (uint64, error) {
 		return 0, fmt.Errorf("journal: %s with data", c.Op)
 	}
 	c.Len, c.Spill, c.SpillCRC = int64(len(c.Data)), "", 0
-	if len(c.Data) <= j.o.SpillSize {
-		if err := c.check(); err != nil {
-			return 0, err
-		}
-	} else {
-		data := c.Data
-		c.Data = nil
-		if err := c.check(); err != nil {
-			return 0, err
-		}
-		name, err := j.writeSpill(data)
-		if err != nil {
-			return 0, err
-		}
-		c.Spill, c.SpillCRC = name, checksum(data)
+	var spilled []byte
+	if len(c.Data) > j.o.SpillSize {
+		// Named once there is room: the name has a fixed length, so the
+		// record's cost is known now.
+		spilled, c.Data, c.Spill = c.Data, nil, spillPlaceholder
 	}
-	c.At = time.Now().UnixNano()
-	c.Seq = 0
-	payload := encodePayload(make([]byte, 0, c.payloadLen()), &c)
+	if err := c.check(); err != nil {
+		return 0, err
+	}
 	n := cost(&c)
 
+	// Room is taken before the spill file is written, so that the
+	// bounds hold for the disk too.
 	j.mu.Lock()
 	for j.err == nil && !j.closing && j.full(n) {
 		space := j.space
@@ -509,7 +502,6 @@ func (j *Journal) Append(ctx context.Context, c Change) (uint64, error) {
 			j.mu.Lock()
 			j.waiting--
 			j.mu.Unlock()
-			j.dropSpill(c.Spill)
 			return 0, ctx.Err()
 		}
 		j.mu.Lock()
@@ -517,14 +509,37 @@ func (j *Journal) Append(ctx context.Context, c Change) (uint64, error) {
 	}
 	if err := j.usable(); err != nil {
 		j.mu.Unlock()
+		return 0, err
+	}
+	j.reserved++
+	j.bytes += n
+	j.mu.Unlock()
+
+	if spilled != nil {
+		name, err := j.writeSpill(spilled)
+		if err != nil {
+			j.mu.Lock()
+			j.release(n)
+			j.mu.Unlock()
+			return 0, err
+		}
+		c.Spill, c.SpillCRC = name, checksum(spilled)
+	}
+	c.At = time.Now().UnixNano()
+	payload := encodePayload(make([]byte, 0, c.payloadLen()), &c)
+
+	j.mu.Lock()
+	if err := j.usable(); err != nil {
+		j.release(n)
+		j.mu.Unlock()
 		j.dropSpill(c.Spill)
 		return 0, err
 	}
+	j.reserved--
 	seq := j.nextSeq
 	j.nextSeq++
 	putSeq(payload, seq)
 	j.pending[seq] = &entry{at: c.At, bytes: n, size: recordSize(&c), spill: c.Spill}
-	j.bytes += n
 	r := &request{payload: payload, seq: seq, change: true, spill: c.Spill != "", ch: make(chan struct{})}
 	j.enqueue(r)
 	j.mu.Unlock()
@@ -534,11 +549,20 @@ func (j *Journal) Append(ctx context.Context, c Change) (uint64, error) {
 
 // full tells whether a change of n bytes must wait (mu held).
 func (j *Journal) full(n int64) bool {
-	if len(j.pending) == 0 {
+	held := len(j.pending) + j.reserved
+	if held == 0 {
 		return false
 	}
-	return j.o.MaxEntries > 0 && len(j.pending) >= j.o.MaxEntries ||
+	return j.o.MaxEntries > 0 && held >= j.o.MaxEntries ||
 		j.o.MaxBytes > 0 && j.bytes+n > j.o.MaxBytes
+}
+
+// release gives back the room an Append took and did not use (mu held).
+func (j *Journal) release(n int64) {
+	j.reserved--
+	j.bytes -= n
+	close(j.space)
+	j.space = make(chan struct{})
 }
 
 // usable is the error that stops new records (mu held).
@@ -564,26 +588,39 @@ func putSeq(payload []byte, seq uint64) {
 	}
 }
 
+// spillPlaceholder stands for a spill file's name while its length is
+// all that matters: "w-" and 16 hex digits, as writeSpill names them.
+const spillPlaceholder = "w-0000000000000000"
+
 // writeSpill writes data to a new spill file and syncs it; the committer
 // syncs the directory before the record naming it is written.
 func (j *Journal) writeSpill(data []byte) (string, error) {
-	f, err := os.CreateTemp(j.spillDir, "w-")
-	if err != nil {
-		return "", fmt.Errorf("journal: %w", err)
+	var f *os.File
+	var name string
+	for {
+		var r [8]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return "", fmt.Errorf("journal: %w", err)
+		}
+		name = fmt.Sprintf("w-%016x", r)
+		var err error
+		f, err = os.OpenFile(filepath.Join(j.spillDir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("journal: spill: %w", err)
+		}
 	}
-	name := filepath.Base(f.Name())
-	_, err = f.Write(data)
+	_, err := f.Write(data)
 	if err == nil {
 		err = unix.Fdatasync(int(f.Fd()))
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && !validSpill(name) {
-		err = fmt.Errorf("spill file name %q", name)
-	}
 	if err != nil {
-		_ = os.Remove(f.Name())
+		j.dropSpill(name)
 		return "", fmt.Errorf("journal: spill: %w", err)
 	}
 	return name, nil

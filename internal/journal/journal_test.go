@@ -432,6 +432,12 @@ func checkWaits(t *testing.T, j *Journal, c Change, free uint64) {
 		_, err := j.Append(context.Background(), c)
 		done <- err
 	}()
+	testenv.Eventually(t, "the append waiting for room", func() bool { return j.Stats().Waiting == 1 })
+	// A waiting write has not written its spill file yet: the bound holds
+	// for the disk too.
+	if n := len(spillFiles(t, j.dir)); n != countSpilled(j) {
+		t.Fatalf("%d spill files while an append waits, for %d spilled changes", n, countSpilled(j))
+	}
 	if err := j.Done(free); err != nil {
 		t.Fatal(err)
 	}
