@@ -74,7 +74,6 @@ type Journal struct {
 	mu       sync.Mutex
 	wake     *sync.Cond // the committer waits on it for work or closing
 	queue    []*request
-	queued   int // bytes of payload in queue
 	closing  bool
 	err      error // sticky: a write or sync failed; nothing more is taken
 	nextSeq  uint64
@@ -578,7 +577,6 @@ func (j *Journal) usable() error {
 
 func (j *Journal) enqueue(r *request) {
 	j.queue = append(j.queue, r)
-	j.queued += len(r.payload)
 	j.wake.Signal()
 }
 
@@ -757,14 +755,13 @@ func (j *Journal) commitLoop() {
 			j.mu.Unlock()
 			return
 		}
-		var take []*request
-		size := 0
-		for len(j.queue) > 0 && (len(take) == 0 || size+len(j.queue[0].payload) < maxTake) {
-			take = append(take, j.queue[0])
-			size += len(j.queue[0].payload)
-			j.queue = j.queue[1:]
+		k, size := 0, 0
+		for k < len(j.queue) && (k == 0 || size+len(j.queue[k].payload) < maxTake) {
+			size += len(j.queue[k].payload)
+			k++
 		}
-		j.queued -= size
+		take := j.queue[:k:k]
+		j.queue = slices.Clone(j.queue[k:]) // the array taken holds no later request
 		err := j.err
 		j.mu.Unlock()
 
