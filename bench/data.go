@@ -48,7 +48,7 @@ func prepareData(ctx context.Context, e *env) error {
 	}
 	src := filepath.Join(strings.TrimSpace(string(out)), "src")
 	e.src = src
-	if c.groups["meta"] {
+	if c.groups["meta"] || c.groups["git"] {
 		n, err := copyTree(src, e.dir(treeDir), 0)
 		if err != nil {
 			return err
@@ -58,7 +58,7 @@ func prepareData(ctx context.Context, e *env) error {
 		}
 		e.note("metadata tree: %s copied (%d files) and committed to git server-side", src, n)
 	}
-	if c.groups["rtt"] {
+	if c.groups["rtt"] || c.groups["git"] {
 		n, err := copyTree(src, e.dir(smallDir), c.smallFiles)
 		if err != nil {
 			return err

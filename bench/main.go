@@ -66,7 +66,7 @@ func parseFlags() *config {
 	writesRTTs := flag.String("writes-rtts", "", "RTTs of the writes group, 0 = loopback (default 0,4ms,30ms, -quick 0,4ms)")
 	writesFiles := flag.Int("writes-files", 0, "files in the writes group's tree (default 2164, 31 MB; -quick 200; same mean size)")
 	writesCp := flag.Int64("writes-cp-mib", 0, "size of the file the writes group copies in MiB (default 256, -quick 16)")
-	groups := flag.String("groups", "fio,meta,rtt,cache,rss,replica,union,writes", "workload groups to run")
+	groups := flag.String("groups", "fio,meta,rtt,git,cache,rss,replica,union,writes", "workload groups to run")
 	tools := flag.String("tools", "sshfs-default,sshfs-tuned,sshfsm,local", "tools to run")
 	flag.StringVar(&c.sshfsmBin, "sshfsm", "", "sshfsm binary (default: build ./cmd/sshfsm)")
 	flag.StringVar(&c.out, "out", "", "write results.md, results.json and the charts to this directory "+
@@ -179,7 +179,7 @@ func run(ctx context.Context, c *config) error {
 		{"fio", runFio},
 		{"meta", runMeta},
 		{"rtt", runRTT},
-		{"rtt", runGitFirst},
+		{"git", runGitFirst},
 		{"cache", runCache},
 		{"rss", runRSS},
 		{"replica", runReplica},

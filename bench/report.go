@@ -190,6 +190,9 @@ func (r *results) markdown() string {
 	}
 	b.WriteString("- sshd and all clients run on this machine over loopback; the CPU is shared with other work, so absolute numbers are noisy (load averages below)\n")
 	b.WriteString("- git status: before each tool's series the server-side index is restored and one uncounted git status runs through that tool, as a user's earlier session would have; every counted run is on a fresh mount\n")
+	if c.groups["git"] {
+		b.WriteString("- git status, first contact: before every run the server-side index is restored and refreshed by git on the server; nothing runs through the tool before the counted run, on a fresh mount with every cache empty\n")
+	}
 	for _, s := range r.notes {
 		fmt.Fprintf(&b, "- load average (1/5/15 min) at %s\n", s)
 	}

@@ -32,6 +32,18 @@ func git(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
+// mountBytesRead sums the file data the mount read from its hosts.
+func mountBytesRead(t *testing.T, mnt string) uint64 {
+	t.Helper()
+	var sum uint64
+	for _, b := range status(t, mnt).Branches {
+		for _, h := range b.Hosts {
+			sum += h.BytesRead
+		}
+	}
+	return sum
+}
+
 // mountRequests sums the mount's requests of each type over its hosts.
 func mountRequests(t *testing.T, mnt string) map[string]uint64 {
 	t.Helper()
@@ -53,7 +65,8 @@ func mountRequests(t *testing.T, mnt string) map[string]uint64 {
 // listings the first mount kept on disk: they keep the server's numbers.
 // Then git through the mount and git on the server agree both ways. A few
 // dozen files in a few directories tell git's own opens from a read of
-// the checkout.
+// the checkout; each of them larger than twice everything below .git
+// tells git's own reads from a read of any tracked file.
 func TestGitCheckoutMadeOnServerIsCleanAtFirstContact(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -61,6 +74,7 @@ func TestGitCheckoutMadeOnServerIsCleanAtFirstContact(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	repo := filepath.Join(h.Dir, "repo")
 	const dirs, files = 3, 16
+	const trackedSize = 64 << 10      // about; git packs the repeated lines into a few bytes
 	old := time.Now().Add(-time.Hour) // no entry of the index is racily clean
 	for d := range dirs {
 		dir := filepath.Join(repo, fmt.Sprintf("pkg%d", d), "sub")
@@ -69,7 +83,8 @@ func TestGitCheckoutMadeOnServerIsCleanAtFirstContact(t *testing.T) {
 		}
 		for f := range files {
 			p := filepath.Join(dir, fmt.Sprintf("file%02d.go", f))
-			if err := os.WriteFile(p, []byte(fmt.Sprintf("package p%d // %d\n", d, f)), 0o644); err != nil {
+			body := fmt.Sprintf("package p%d // %d\n", d, f) + strings.Repeat("// the same line, packed small\n", trackedSize/31)
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Chtimes(p, old, old); err != nil {
@@ -89,30 +104,40 @@ func TestGitCheckoutMadeOnServerIsCleanAtFirstContact(t *testing.T) {
 	if out := git(t, repo, "status", "--porcelain"); out != "" {
 		t.Fatalf("on the server: %q", out)
 	}
-	gitFiles := 0
+	gitFiles, gitBytes := 0, int64(0)
 	filepath.Walk(filepath.Join(repo, ".git"), func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
 			gitFiles++
+			gitBytes += fi.Size()
 		}
 		return nil
 	})
-	// git opens some of its own files twice (the index, config).
-	gitOpens := 2 * gitFiles
+	// git opens and reads some of its own files twice (the index, config).
+	gitOpens, gitReads := 2*gitFiles, 2*gitBytes
 	if gitOpens*2 > dirs*files {
 		t.Fatalf("%d files below .git: too many to tell git's opens from the checkout's", gitFiles)
 	}
+	if gitReads >= trackedSize {
+		t.Fatalf("%d bytes below .git: too many to tell git's reads from a tracked file's", gitBytes)
+	}
 
-	// Every open of a clean git status is one of git's own files: reading
-	// the tracked ones would open each of them, more than git's own.
+	// Every open and every byte read of a clean git status is one of
+	// git's own files: reading the tracked ones would open each of them,
+	// more than git's own, and any one of them holds more bytes than all
+	// of git's own twice over.
 	cleanStatus := func(m *Mount, when string) {
 		t.Helper()
-		before := mountRequests(t, m.Dir)
+		before, readBefore := mountRequests(t, m.Dir), mountBytesRead(t, m.Dir)
 		if out := git(t, m.Path("repo"), "status", "--porcelain"); out != "" {
 			t.Errorf("%s: %q, want clean", when, out)
 		}
 		if opens := mountRequests(t, m.Dir)["OPEN"] - before["OPEN"]; opens > uint64(gitOpens) {
 			t.Errorf("%s opened %d files on the server; .git holds %d, the checkout %d more",
 				when, opens, gitFiles, dirs*files+1)
+		}
+		if read := mountBytesRead(t, m.Dir) - readBefore; read > uint64(gitReads) {
+			t.Errorf("%s read %d bytes of file data from the server; .git holds %d, each tracked file about %d",
+				when, read, gitBytes, trackedSize)
 		}
 	}
 	cacheDir := "cache_dir=" + filepath.Join(t.TempDir(), "cache")
