@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sshfsm/internal/inflight"
+	"sshfsm/internal/metrics"
 	"sshfsm/internal/testenv"
 )
 
@@ -46,4 +47,39 @@ func TestRequestsInFlightTracked(t *testing.T) {
 		s = o.Requests.Oldest()
 		return s.Count == 0
 	})
+}
+
+// TestRequestLatencyByKind checks that, with Options.Latency, every kind
+// of request answered is timed under its own name, and no other.
+func TestRequestLatencyByKind(t *testing.T) {
+	o := defaultOpts()
+	o.Requests = &inflight.Table{}
+	o.Latency = &RequestLatency{}
+	tm := mountWith(t, o, nil)
+	if err := os.Mkdir(tm.path("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tm.path("d/f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadDir(tm.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	o.Latency.Each(func(kind string, b metrics.Buckets) {
+		counts[kind] = b.Count
+		if n := len(b.Cumulative); n == 0 || b.Cumulative[n-1] > b.Count {
+			t.Errorf("%s: histogram %+v", kind, b)
+		}
+	})
+	for _, kind := range []string{"MKDIR", "CREATE", "WRITE", "FLUSH", "OPENDIR"} {
+		if counts[kind] == 0 {
+			t.Errorf("no %s timed: %v", kind, counts)
+		}
+	}
+	for _, kind := range []string{"SYMLINK", "LINK", "RENAME", "RMDIR"} {
+		if counts[kind] != 0 {
+			t.Errorf("%d %s timed, none made", counts[kind], kind)
+		}
+	}
 }
