@@ -47,6 +47,16 @@ type Family struct {
 	Samples []Sample
 }
 
+// Add appends a series of value v.
+func (f *Family) Add(v float64, labels ...Label) {
+	f.Samples = append(f.Samples, Sample{Labels: labels, Value: v})
+}
+
+// AddHistogram appends a histogram series.
+func (f *Family) AddHistogram(b Buckets, labels ...Label) {
+	f.Samples = append(f.Samples, Sample{Labels: labels, Hist: b})
+}
+
 // Write writes fams in the text exposition format. Names are the
 // program's own: an invalid one, a family declared twice or a series
 // given twice is an error (Prometheus would reject the whole scrape).
