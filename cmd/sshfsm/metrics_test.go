@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sshfsm/internal/cache"
+	"sshfsm/internal/config"
+	"sshfsm/internal/inflight"
+	"sshfsm/internal/metrics"
+	"sshfsm/internal/transport"
+	"sshfsm/test/exposition"
+)
+
+// TestMetricsPageHosts: branches on one host reached one way share a
+// connection, whose counters appear once; another connection with the
+// same name gets a label of its own, and a host with a hostile name
+// still gives a page a scraper accepts.
+func TestMetricsPageHosts(t *testing.T) {
+	shared := &transport.Host{}
+	cfg := &config.Config{Branches: []config.Branch{
+		{Dir: "/a", Hosts: []config.Endpoint{{Host: "h"}}},
+		{Dir: "/b", Hosts: []config.Endpoint{{Host: "h"}}},
+		{Dir: "/c", Hosts: []config.Endpoint{{Host: "h"}}},
+		{Dir: "/d", Hosts: []config.Endpoint{{Host: "evil\"\n\\name"}}},
+	}}
+	m := &mounted{mountpoint: "/mnt", dirs: cache.New(0, nil), requests: &inflight.Table{}, tree: &tree{endpoints: []*endpoint{
+		{branch: 0, conf: cfg.Branches[0].Hosts[0], host: shared},
+		{branch: 1, conf: cfg.Branches[1].Hosts[0], host: shared},
+		{branch: 2, conf: cfg.Branches[2].Hosts[0]}, // unreachable: its own connection later
+		{branch: 3, conf: cfg.Branches[3].Hosts[0]},
+	}}}
+	var page bytes.Buffer
+	if err := metrics.Write(&page, m.newGatherer(cfg).families()); err != nil {
+		t.Fatal(err)
+	}
+	fams, _, err := exposition.Parse(&page)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, page.String())
+	}
+	if err := exposition.CheckHistograms(fams); err != nil {
+		t.Fatal(err)
+	}
+	series := func(name string) []string {
+		var out []string
+		for _, s := range fams[name].Samples {
+			out = append(out, s.Labels["branch"]+"|"+s.Labels["host"])
+		}
+		return out
+	}
+	if got, want := strings.Join(series("sshfsm_branch_host"), " "), "h:/a|h h:/b|h h:/c|h#2 evil\"\n\\name:/d|evil\"\n\\name"; got != want {
+		t.Errorf("branch_host series %q, want %q", got, want)
+	}
+	if got := series("sshfsm_host_up"); len(got) != 3 {
+		t.Errorf("host_up series %q: want h, h#2 and the hostile one, each once", got)
+	}
+	if n := fams["sshfsm_host_up"].Sum("sshfsm_host_up", map[string]string{"host": "h#2"}); n != 0 {
+		t.Errorf("unreachable host up: %v", n)
+	}
+}
+
+// TestListenMetrics: an address in use fails with the mount's exit
+// status and the address; a listener on loopback or a unix socket is not
+// warned about (one beyond loopback is: metrics.TestPublic).
+func TestListenMetrics(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	var w bytes.Buffer
+	_, err = listenMetrics(&config.Config{Metrics: config.Metrics{Network: "tcp", Address: busy.Addr().String()}}, &w)
+	want := "metrics=" + busy.Addr().String() + ": cannot listen there: bind: address already in use"
+	if err == nil || err.Error() != want || config.CodeOf(err) != config.ExitMount {
+		t.Errorf("busy address: %v (exit %d), want %q", err, config.CodeOf(err), want)
+	}
+	if s, err := listenMetrics(&config.Config{}, &w); s != nil || err != nil {
+		t.Errorf("without the option: %v, %v", s, err)
+	}
+	for _, m := range []config.Metrics{{Network: "tcp", Address: "127.0.0.1:0"}, {Network: "unix", Address: filepath.Join(t.TempDir(), "s")}} {
+		s, err := listenMetrics(&config.Config{Metrics: m}, &w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	if w.Len() != 0 {
+		t.Errorf("warned about a local listener: %s", w.String())
+	}
+}
