@@ -31,17 +31,18 @@ func listenMetrics(cfg *config.Config, w io.Writer) (*metrics.Server, error) {
 	}
 	if s.Public() {
 		fmt.Fprintf(w, "sshfsm: warning: metrics=%s listens on %s, beyond loopback: anyone who can reach it reads the metrics (host names, mountpoint, traffic)\n",
-			metricsOption(cfg.Metrics), printable(s.Describe()))
+			printable(metricsOption(cfg.Metrics)), printable(s.Describe()))
 	}
 	return s, nil
 }
 
-// metricsOption is the option's value as the user wrote it.
+// metricsOption is the option's value as the user wrote it (the socket
+// path made absolute).
 func metricsOption(m config.Metrics) string {
 	if m.Network == "unix" {
-		return printable("unix:" + m.Address)
+		return "unix:" + m.Address
 	}
-	return printable(m.Address)
+	return m.Address
 }
 
 // startMetrics answers scrapes from now on (the mount answers); the

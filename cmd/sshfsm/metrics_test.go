@@ -91,3 +91,14 @@ func TestListenMetrics(t *testing.T) {
 		t.Errorf("warned about a local listener: %s", w.String())
 	}
 }
+
+// TestStatusNamesMetrics: sshfsm status says where the metrics are.
+func TestStatusNamesMetrics(t *testing.T) {
+	cfg := &config.Config{Metrics: config.Metrics{Network: "unix", Address: "/run/m.sock"}}
+	if got := strings.Join(optionSummary(cfg), ","); !strings.HasSuffix(got, ",metrics=unix:/run/m.sock") {
+		t.Errorf("options %s", got)
+	}
+	if got := strings.Join(optionSummary(&config.Config{}), ","); strings.Contains(got, "metrics") {
+		t.Errorf("options without metrics=: %s", got)
+	}
+}
