@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,5 +103,35 @@ func TestStatusNamesMetrics(t *testing.T) {
 	}
 	if got := strings.Join(optionSummary(&config.Config{}), ","); strings.Contains(got, "metrics") {
 		t.Errorf("options without metrics=: %s", got)
+	}
+}
+
+var updateMetricsDoc = flag.Bool("update", false, "rewrite docs/metrics.md")
+
+// TestMetricsDoc: every family is declared with a valid name, a type and
+// a help text, once; docs/metrics.md is what the declarations generate.
+func TestMetricsDoc(t *testing.T) {
+	seen := map[string]bool{}
+	for id, d := range metricDecls {
+		var p page
+		if d.typ == metrics.Histogram {
+			p.addHistogram(metricID(id), (&metrics.Latency{}).Snapshot())
+		} else {
+			p.add(metricID(id), 1)
+		}
+		if err := metrics.Write(io.Discard, p.families()); err != nil || d.help == "" || seen[d.name] {
+			t.Errorf("family %d %+v: %v (help empty or declared twice?)", id, d, err)
+		}
+		seen[d.name] = true
+	}
+	path := filepath.Join("..", "..", "docs", "metrics.md")
+	if *updateMetricsDoc {
+		if err := os.WriteFile(path, []byte(metricsDoc()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != metricsDoc() {
+		t.Errorf("%s is stale (%v); regenerate with: go test ./cmd/sshfsm -run TestMetricsDoc -update", path, err)
 	}
 }
