@@ -14,14 +14,17 @@ import (
 	"sshfsm/internal/config"
 	"sshfsm/internal/inflight"
 	"sshfsm/internal/metrics"
+	"sshfsm/internal/remote"
+	"sshfsm/internal/replica"
 	"sshfsm/internal/transport"
 	"sshfsm/test/exposition"
 )
 
 // TestMetricsPageHosts: branches on one host reached one way share a
 // connection, whose counters appear once; another connection with the
-// same name gets a label of its own, and a host with a hostile name
-// still gives a page a scraper accepts.
+// same name gets a label of its own; a host with a hostile name still
+// gives a page a scraper accepts; members of a replica set are listed
+// with their branch.
 func TestMetricsPageHosts(t *testing.T) {
 	shared := &transport.Host{}
 	cfg := &config.Config{Branches: []config.Branch{
@@ -29,13 +32,21 @@ func TestMetricsPageHosts(t *testing.T) {
 		{Dir: "/b", Hosts: []config.Endpoint{{Host: "h"}}},
 		{Dir: "/c", Hosts: []config.Endpoint{{Host: "h"}}},
 		{Dir: "/d", Hosts: []config.Endpoint{{Host: "evil\"\n\\name"}}},
+		{Dir: "/r", Hosts: []config.Endpoint{{Host: "r1"}, {Host: "r2"}}},
 	}}
+	set, err := replica.New([]replica.Member{{Name: "r1", Remote: stubRemote{}}, {Name: "r2", Remote: stubRemote{}}}, replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
 	m := &mounted{mountpoint: "/mnt", dirs: cache.New(0, nil), requests: &inflight.Table{}, tree: &tree{endpoints: []*endpoint{
 		{branch: 0, conf: cfg.Branches[0].Hosts[0], host: shared},
 		{branch: 1, conf: cfg.Branches[1].Hosts[0], host: shared},
 		{branch: 2, conf: cfg.Branches[2].Hosts[0]}, // unreachable: its own connection later
 		{branch: 3, conf: cfg.Branches[3].Hosts[0]},
-	}}}
+		{branch: 4, conf: cfg.Branches[4].Hosts[0]},
+		{branch: 4, conf: cfg.Branches[4].Hosts[1]},
+	}, sets: []*replica.Set{4: set}}}
 	var page bytes.Buffer
 	if err := metrics.Write(&page, m.newGatherer(cfg).families()); err != nil {
 		t.Fatal(err)
@@ -54,16 +65,27 @@ func TestMetricsPageHosts(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := strings.Join(series("sshfsm_branch_host"), " "), "h:/a|h h:/b|h h:/c|h#2 evil\"\n\\name:/d|evil\"\n\\name"; got != want {
+	if got, want := strings.Join(series("sshfsm_branch_host"), " "), "h:/a|h h:/b|h h:/c|h#2 evil\"\n\\name:/d|evil\"\n\\name r1,r2:/r|r1 r1,r2:/r|r2"; got != want {
 		t.Errorf("branch_host series %q, want %q", got, want)
 	}
-	if got := series("sshfsm_host_up"); len(got) != 3 {
-		t.Errorf("host_up series %q: want h, h#2 and the hostile one, each once", got)
+	if got := series("sshfsm_host_up"); len(got) != 5 {
+		t.Errorf("host_up series %q: want h, h#2, the hostile one, r1 and r2, each once", got)
+	}
+	if got, want := strings.Join(series("sshfsm_replica_member_up"), " "), "r1,r2:/r|r1 r1,r2:/r|r2"; got != want {
+		t.Errorf("replica members %q, want %q", got, want)
+	}
+	if n := fams["sshfsm_replica_member_up"].Sum("sshfsm_replica_member_up", nil); n != 2 {
+		t.Errorf("%v replica members in service, want 2", n)
 	}
 	if n := fams["sshfsm_host_up"].Sum("sshfsm_host_up", map[string]string{"host": "h#2"}); n != 0 {
 		t.Errorf("unreachable host up: %v", n)
 	}
 }
+
+// stubRemote stands for a host a replica set is never asked to reach.
+type stubRemote struct{ remote.Remote }
+
+func (stubRemote) Close() error { return nil }
 
 // TestListenMetrics: an address in use fails with the mount's exit
 // status and the address; a listener on loopback or a unix socket is not
