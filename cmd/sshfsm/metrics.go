@@ -176,18 +176,22 @@ func (g *gatherer) describeReplicas(p *page) {
 	}
 }
 
-// describeRequests describes the requests of the kernel, for the programs using
-// the mount: how many wait and for how long, and their durations.
+// describeRequests describes the requests of the kernel, for the
+// programs using the mount: how many wait and for how long, their
+// durations and errors.
 func (g *gatherer) describeRequests(p *page) {
 	if r := requestStatus(g.m.requests); r != nil {
 		p.add(mFUSEInFlight, float64(r.InFlight))
 		p.add(mFUSEOldest, r.OldestSeconds)
 	}
-	if g.m.latency != nil {
-		g.m.latency.Each(func(op string, b metrics.Buckets) {
+	if rm := g.m.requestMetrics; rm != nil {
+		rm.Durations(func(op string, b metrics.Buckets) {
 			if b.Count > 0 {
 				p.addHistogram(mFUSEDuration, b, metrics.Label{Name: "op", Value: op})
 			}
+		})
+		rm.Errors(func(op, errno string, n uint64) {
+			p.add(mFUSEErrors, float64(n), metrics.Label{Name: "op", Value: op}, metrics.Label{Name: "errno", Value: errno})
 		})
 	}
 }

@@ -33,6 +33,7 @@ const (
 	mFUSEInFlight
 	mFUSEOldest
 	mFUSEDuration
+	mFUSEErrors
 	mCacheHits
 	mCacheMisses
 	mDiskBytes
@@ -74,6 +75,7 @@ var metricDecls = [numMetrics]metricDecl{
 	mFUSEInFlight:  {"sshfsm_fuse_requests_in_flight", metrics.Gauge, "", "File system requests of the kernel (for the programs using the mount) being answered."},
 	mFUSEOldest:    {"sshfsm_fuse_oldest_request_seconds", metrics.Gauge, "", "How long the oldest file system request being answered has waited; 0 when none is."},
 	mFUSEDuration:  {"sshfsm_fuse_request_duration_seconds", metrics.Histogram, "op", "Time to answer a file system request of the kernel, by FUSE operation (LOOKUP, READ, WRITE, ...); operations never asked are left out."},
+	mFUSEErrors:    {"sshfsm_fuse_errors_total", metrics.Counter, "op, errno", "File system requests of the kernel answered with an error, by FUSE operation and errno (ENOENT, EIO, ETIMEDOUT, ...). Most are ordinary answers (no such file, not empty); EIO, ETIMEDOUT and ENOTCONN are failures."},
 	mCacheHits:     {"sshfsm_cache_hits_total", metrics.Counter, "cache", "Questions answered from kept listings: cache=listing (lookups and directory reads), attr (one name's attributes), negative (no such file)."},
 	mCacheMisses:   {"sshfsm_cache_misses_total", metrics.Counter, "cache", "Questions the kept listings could not answer, which went to a server: cache=listing, attr."},
 	mDiskBytes:     {"sshfsm_disk_cache_bytes", metrics.Gauge, "", "Disk cache only: bytes the disk cache of file contents holds, shared by the mounts using its directory."},

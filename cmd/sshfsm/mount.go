@@ -29,17 +29,17 @@ import (
 
 // mounted is a live mount: the hosts behind it and the FUSE server.
 type mounted struct {
-	mountpoint  string
-	tree        *tree
-	server      *fuse.Server
-	log         *slog.Logger
-	dirs        *cache.Dirs            // the listing cache, for its counters
-	content     *contentcache.Cache    // the disk cache of contents; nil without
-	status      *control.Server        // answers sshfsm status; nil without
-	autoUnmount bool                   // mounted with auto_unmount: unmount with fusermount3
-	requests    *inflight.Table        // the FUSE requests being answered
-	latency     *fusefs.RequestLatency // their durations; nil without metrics
-	metrics     *metrics.Server        // serves metrics=; nil without
+	mountpoint     string
+	tree           *tree
+	server         *fuse.Server
+	log            *slog.Logger
+	dirs           *cache.Dirs            // the listing cache, for its counters
+	content        *contentcache.Cache    // the disk cache of contents; nil without
+	status         *control.Server        // answers sshfsm status; nil without
+	autoUnmount    bool                   // mounted with auto_unmount: unmount with fusermount3
+	requests       *inflight.Table        // the FUSE requests being answered
+	requestMetrics *fusefs.RequestMetrics // their durations and errors; nil without metrics=
+	metrics        *metrics.Server        // serves metrics=; nil without
 	// logSink is where the log goes once serving, for sshfsm status.
 	logSink atomic.Pointer[logSink]
 	// early is a stop signal that arrived as the mount became ready: serve
@@ -115,7 +115,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	fo.Content, fo.ContentID = openContentCache(cfg, log), id
 	fo.Requests = &inflight.Table{}
 	if ms != nil {
-		fo.Latency = &fusefs.RequestLatency{}
+		fo.Metrics = &fusefs.RequestMetrics{}
 	}
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
@@ -124,7 +124,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
 	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
-		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests, latency: fo.Latency, metrics: ms}
+		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests, requestMetrics: fo.Metrics, metrics: ms}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.close()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"sshfsm/internal/testenv"
@@ -60,8 +61,8 @@ func value(t *testing.T, fams map[string]*exposition.Family, family, name string
 
 // TestMetricsMove: with metrics=unix:PATH, the mount serves the text
 // format there; after writing, reading and listing through the mount the
-// counters of SFTP requests by type, bytes, request durations and the
-// listing cache have moved; the socket goes with the mount.
+// counters of SFTP requests by type, bytes, request durations, errors
+// and the listing cache have moved; the socket goes with the mount.
 func TestMetricsMove(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	const size = 300 << 10
@@ -94,6 +95,12 @@ func TestMetricsMove(t *testing.T) {
 	if err := os.Mkdir(m.Path("d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(m.Path("d", "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Rmdir(m.Path("d")); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Fatalf("rmdir of a directory with a file: %v", err)
+	}
 	for range 3 {
 		if _, err := os.ReadDir(m.Path("d")); err != nil {
 			t.Fatal(err)
@@ -122,6 +129,9 @@ func TestMetricsMove(t *testing.T) {
 	moved("sshfsm_fuse_request_duration_seconds", "sshfsm_fuse_request_duration_seconds_count", map[string]string{"op": "WRITE"}, 1)
 	moved("sshfsm_fuse_request_duration_seconds", "sshfsm_fuse_request_duration_seconds_count", map[string]string{"op": "MKDIR"}, 1)
 	moved("sshfsm_cache_hits_total", "sshfsm_cache_hits_total", nil, 1)
+	if n := value(t, after, "sshfsm_fuse_errors_total", "sshfsm_fuse_errors_total", map[string]string{"op": "RMDIR", "errno": "ENOTEMPTY"}); n != 1 {
+		t.Errorf("RMDIR answered ENOTEMPTY %v times, want 1", n)
+	}
 	if n := value(t, after, "sshfsm_sftp_errors_total", "sshfsm_sftp_errors_total", host); n != 0 {
 		t.Errorf("%v transport errors on a healthy link", n)
 	}
