@@ -59,8 +59,11 @@ func (e *endpoint) hostName() string { return e.conf.Dest() }
 type tree struct {
 	ns        namespace.Namespace
 	endpoints []*endpoint
-	closers   []func() error // everything to close, in order
-	watch     *watch.Watcher // pushes changes made on the servers; nil with watch=no
+	// sets are the replica sets, by branch index (nil for a branch of
+	// one host), for their counters; nil without any.
+	sets    []*replica.Set
+	closers []func() error // everything to close, in order
+	watch   *watch.Watcher // pushes changes made on the servers; nil with watch=no
 }
 
 // Close closes the namespace's remotes.
@@ -238,6 +241,10 @@ func buildTree(cfg *config.Config, eps []*endpoint, log *slog.Logger) (*tree, er
 		}
 		t.closers = append([]func() error{set.Close}, t.closers...)
 		remotes[i] = set
+		if t.sets == nil {
+			t.sets = make([]*replica.Set, len(cfg.Branches))
+		}
+		t.sets[i] = set
 	}
 	ns, err := namespaceOf(cfg, remotes, log)
 	if err != nil {

@@ -23,20 +23,23 @@ import (
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/idmap"
 	"sshfsm/internal/inflight"
+	"sshfsm/internal/metrics"
 	"sshfsm/internal/transport"
 )
 
 // mounted is a live mount: the hosts behind it and the FUSE server.
 type mounted struct {
-	mountpoint  string
-	tree        *tree
-	server      *fuse.Server
-	log         *slog.Logger
-	dirs        *cache.Dirs         // the listing cache, for its counters
-	content     *contentcache.Cache // the disk cache of contents; nil without
-	status      *control.Server     // answers sshfsm status; nil without
-	autoUnmount bool                // mounted with auto_unmount: unmount with fusermount3
-	requests    *inflight.Table     // the FUSE requests being answered
+	mountpoint     string
+	tree           *tree
+	server         *fuse.Server
+	log            *slog.Logger
+	dirs           *cache.Dirs            // the listing cache, for its counters
+	content        *contentcache.Cache    // the disk cache of contents; nil without
+	status         *control.Server        // answers sshfsm status; nil without
+	autoUnmount    bool                   // mounted with auto_unmount: unmount with fusermount3
+	requests       *inflight.Table        // the FUSE requests being answered
+	requestMetrics *fusefs.RequestMetrics // their durations and errors; nil without metrics=
+	metrics        *metrics.Server        // serves metrics=; nil without
 	// logSink is where the log goes once serving, for sshfsm status.
 	logSink atomic.Pointer[logSink]
 	// early is a stop signal that arrived as the mount became ready: serve
@@ -72,6 +75,16 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if err := checkBranches(cfg); err != nil {
 		return nil, err
 	}
+	ms, err := listenMetrics(cfg, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	ready := false
+	defer func() {
+		if !ready && ms != nil {
+			ms.Close()
+		}
+	}()
 	eps, err := connect(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -101,6 +114,9 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	persistListings(cfg, &fo, id, log)
 	fo.Content, fo.ContentID = openContentCache(cfg, log), id
 	fo.Requests = &inflight.Table{}
+	if ms != nil {
+		fo.Metrics = &fusefs.RequestMetrics{}
+	}
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
@@ -108,13 +124,15 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
 	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
-		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests}
+		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests, requestMetrics: fo.Metrics, metrics: ms}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.close()
 		return nil, err
 	}
 	m.startStatus(cfg)
+	m.startMetrics(cfg)
+	ready = true
 	return m, nil
 }
 
@@ -149,9 +167,16 @@ func checkBranches(cfg *config.Config) error {
 	return nil
 }
 
-// absolutize makes the paths that ssh reads later independent of the
-// working directory, which a background sshfsm leaves.
+// absolutize makes the paths that ssh and the metrics socket use later
+// independent of the working directory, which a background sshfsm leaves.
 func absolutize(cfg *config.Config) error {
+	if cfg.Metrics.Network == "unix" {
+		abs, err := filepath.Abs(cfg.Metrics.Address)
+		if err != nil {
+			return config.Errorf(config.ExitUsage, "metrics socket %s: %v", cfg.Metrics.Address, err)
+		}
+		cfg.Metrics.Address = abs
+	}
 	if cfg.SSH.ConfigFile == "" {
 		return nil
 	}

@@ -56,6 +56,7 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 		}
 	}
 	m.stopStatus()
+	m.stopMetrics()
 	m.close()
 }
 
@@ -72,6 +73,7 @@ func (m *mounted) close() {
 // unmount and reports so.
 func (m *mounted) unmount() (lazy bool) {
 	m.stopStatus()
+	m.stopMetrics()
 	err := fusefs.Unmount(m.server, m.mountpoint, m.autoUnmount)
 	if err == nil {
 		return false

@@ -227,6 +227,9 @@ func optionSummary(cfg *config.Config) []string {
 	if cfg.IDMap.Mode != "" && cfg.IDMap.Mode != config.IDMapNone {
 		o = append(o, "idmap="+string(cfg.IDMap.Mode))
 	}
+	if cfg.Metrics.Network != "" {
+		o = append(o, "metrics="+metricsOption(cfg.Metrics))
+	}
 	return o
 }
 

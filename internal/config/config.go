@@ -42,6 +42,9 @@ type Config struct {
 	Debug      bool
 	Verbose    bool   // -v, sshfs_verbose: log state changes, not only warnings
 	LogFile    string // log=: where the log goes instead of syslog or stderr
+	// Metrics (metrics=) is where Prometheus metrics are served; its
+	// Network is "" when they are not.
+	Metrics Metrics
 	// NoEffect are the options given that are accepted but ignored, in
 	// order, for the warning at mount.
 	NoEffect []NoEffect
@@ -62,6 +65,12 @@ type Config struct {
 	Cache        Cache
 	Symlinks     Symlinks
 	IDMap        IDMap
+}
+
+// Metrics is the listener of metrics=: "tcp" and host:port, or "unix"
+// and a socket path.
+type Metrics struct {
+	Network, Address string
 }
 
 // NoEffect is an option given that has no effect, and why.

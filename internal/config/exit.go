@@ -34,7 +34,7 @@ func ExitCodes() []ExitCodeDoc {
 		{ExitConnect, "the host is unreachable, refused the connection, or ssh failed before the SFTP session started"},
 		{ExitAuth, "authentication failed or the host key could not be verified"},
 		{ExitRemoteDir, "the remote directory does not exist or is not a directory"},
-		{ExitMount, "the FUSE mount failed, or sshfsm was interrupted or died before the mount was ready"},
+		{ExitMount, "the FUSE mount failed, the metrics= address could not be bound, or sshfsm was interrupted or died before the mount was ready"},
 	}
 }
 

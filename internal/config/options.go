@@ -133,6 +133,17 @@ func mountOptions() []Option {
 			"Append the log to FILE instead of syslog (in the background; nowhere without /dev/log) or stderr (with -f or -d). "+
 				"Once mounted, it holds warnings, errors and state changes: hosts going down and up, reconnections; sshfsm status says where it goes.",
 			func(c *Config, v string) error { c.LogFile = v; return nil }),
+		stringOpt("metrics", "ADDR", "", s,
+			"Serve Prometheus metrics (requests by type and host, latency histograms, bytes, errors, reconnects, cache hits, "+
+				"requests in flight) at http://ADDR/metrics. ADDR is HOST:PORT, e.g. 127.0.0.1:9101 ([::1]:9101 for IPv6), "+
+				"or unix:PATH for a unix socket (its permissions follow the umask). A HOST that is not loopback (or none: every address) "+
+				"makes the metrics readable by anyone who can reach it; the mount warns. An address that cannot be bound fails the mount; "+
+				"the listener closes with the mount.",
+			func(c *Config, v string) error {
+				m, err := parseMetrics(v)
+				c.Metrics = m
+				return err
+			}),
 		withAliases(flagOpt("debug", s, "Log every request to stderr and stay in the foreground; same as -d.",
 			func(c *Config) { c.Debug = true; c.Foreground = true }), "sshfs_debug"),
 	}, atimeOptions()...)

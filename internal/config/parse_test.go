@@ -133,6 +133,12 @@ func TestOptions(t *testing.T) {
 		{[]string{"-o", "nonempty,big_writes,auto_unmount,ssh_protocol=2,dcache_max_size=100"},
 			func(c *Config) any { return c.FUSE.ReadOnly }, false},
 		{[]string{"-o", ",ro,,"}, func(c *Config) any { return c.FUSE.ReadOnly }, true},
+		{nil, func(c *Config) any { return c.Metrics }, Metrics{}},
+		{[]string{"-o", "metrics=127.0.0.1:9101"}, func(c *Config) any { return c.Metrics }, Metrics{"tcp", "127.0.0.1:9101"}},
+		{[]string{"-o", "metrics=[::1]:9101"}, func(c *Config) any { return c.Metrics }, Metrics{"tcp", "[::1]:9101"}},
+		{[]string{"-o", "metrics=:9101"}, func(c *Config) any { return c.Metrics }, Metrics{"tcp", ":9101"}},
+		{[]string{"-o", "metrics=unix:/run/user/1000/sshfsm.metrics"}, func(c *Config) any { return c.Metrics },
+			Metrics{"unix", "/run/user/1000/sshfsm.metrics"}},
 	}
 	for _, tc := range cases {
 		c := parseOK(t, append(tc.args, "h:", "/mnt")...)
@@ -290,6 +296,12 @@ func TestErrors(t *testing.T) {
 		{[]string{"-o", "directport=1,sftp_server=x", "h:", "m"}, "options directport and sftp_server exclude each other"},
 		{[]string{"-ohost:x", "m"}, `unknown option "host:x"`},
 		{[]string{"-o", "passive", "h:", "m"}, "option passive: not supported: sshfsm starts ssh itself"},
+		{[]string{"-o", "metrics=9101", "h:", "m"}, `bad value "9101" for option metrics: expected HOST:PORT or unix:PATH`},
+		{[]string{"-o", "metrics=localhost:0", "h:", "m"}, `for option metrics: port "0": must be a number between 1 and 65535`},
+		{[]string{"-o", "metrics=localhost:http", "h:", "m"}, `port "http": must be a number between 1 and 65535`},
+		{[]string{"-o", "metrics=unix:", "h:", "m"}, `for option metrics: unix: needs a socket path`},
+		{[]string{"-o", "metrics=/run/m.sock", "h:", "m"}, `expected HOST:PORT or unix:PATH`},
+		{[]string{"-o", "metrics=", "h:", "m"}, `for option metrics: needs a value`},
 	}
 	for _, tc := range cases {
 		c, err := Parse(tc.args)

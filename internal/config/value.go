@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -128,4 +129,26 @@ func splitWords(s string) ([]string, error) {
 		return nil, errors.New("needs a value")
 	}
 	return words, nil
+}
+
+// parseMetrics reads metrics=: unix:PATH, or HOST:PORT with a port that
+// a scraper can be told (not 0).
+func parseMetrics(v string) (Metrics, error) {
+	if path, ok := strings.CutPrefix(v, "unix:"); ok {
+		if path == "" {
+			return Metrics{}, fmt.Errorf("unix: needs a socket path")
+		}
+		return Metrics{Network: "unix", Address: path}, nil
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("expected HOST:PORT or unix:PATH")
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return Metrics{}, fmt.Errorf("bad host %q: expected HOST:PORT or unix:PATH", host)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return Metrics{}, fmt.Errorf("port %q: must be a number between 1 and 65535", port)
+	}
+	return Metrics{Network: "tcp", Address: v}, nil
 }

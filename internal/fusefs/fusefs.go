@@ -82,6 +82,9 @@ type Options struct {
 	// Requests, when set, records every FUSE request in flight and when
 	// it began (tracked.go); kinds are named by RequestKind.
 	Requests *inflight.Table
+	// Metrics, when set with Requests, counts the duration and the
+	// error of each of those requests by kind (for metrics=).
+	Metrics *RequestMetrics
 	// ServerInodes shows the inode numbers the server's tree listings
 	// tell (find's %i), where they keep the mount's numbers unique, and
 	// lists directories that way: the namespace is one host's tree, so

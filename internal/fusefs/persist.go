@@ -86,7 +86,7 @@ func (f *filesys) rawFS(fo *fs.Options) fuse.RawFileSystem {
 		raw = persistedRoot{RawFileSystem: raw, f: f}
 	}
 	if f.opts.Requests != nil {
-		raw = tracked{RawFileSystem: raw, t: f.opts.Requests}
+		raw = tracked{RawFileSystem: raw, t: f.opts.Requests, m: f.opts.Metrics}
 	}
 	return raw
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"sshfsm/internal/askpass"
+	"sshfsm/internal/metrics"
 )
 
 // maxPacketLimits is the read/write size OpenSSH's sftp-server accepts when
@@ -52,6 +53,7 @@ type slotStats struct {
 	errors      atomic.Uint64
 	reconnects  atomic.Uint64
 	lastRTT     atomic.Int64
+	latency     metrics.Latency // every request's duration
 }
 
 // kill ends the channel: every request blocked on it fails promptly.
@@ -89,7 +91,9 @@ func (c *channel) unbegin() {
 func (c *channel) end(start time.Time, err error) {
 	c.outstanding.Add(-1)
 	c.stats.outstanding.Add(-1)
-	c.stats.lastRTT.Store(int64(time.Since(start)))
+	took := time.Since(start)
+	c.stats.lastRTT.Store(int64(took))
+	c.stats.latency.Observe(took)
 	if err != nil && !isAnswer(err) {
 		c.stats.errors.Add(1)
 	}

@@ -35,3 +35,32 @@ func TestStatsOldestRequest(t *testing.T) {
 		return h.Stats().Oldest == 0
 	})
 }
+
+// TestStatsLatency checks that every request answered, on any channel, is
+// in the host's latency histogram: reads sent past pkg/sftp included.
+func TestStatsLatency(t *testing.T) {
+	h, _, dir := dialTest(t, 2, nil)
+	randomFile(t, filepath.Join(dir, "f"), 1000)
+	before := h.Stats().Latency
+	const stats = 10
+	for range stats {
+		if _, err := h.Remote().Stat(bg, "f"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := h.Remote().Open(bg, "f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(bg)
+	if _, err := f.ReadAt(bg, make([]byte, 100), 0); err != nil {
+		t.Fatal(err)
+	}
+	after := h.Stats().Latency
+	if got := after.Count - before.Count; got < stats+2 {
+		t.Errorf("%d requests timed for %d stats, an open and a read", got, stats)
+	}
+	if after.Sum <= before.Sum || len(after.Bounds) == 0 || after.Cumulative[len(after.Cumulative)-1] > after.Count {
+		t.Errorf("histogram %+v after %+v", after, before)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"sshfsm/internal/metrics"
 )
 
 // Stats is a snapshot of a host's channels and of the requests sent.
@@ -21,6 +23,9 @@ type Stats struct {
 	// none is. A request past Options.Timeout is about to fail; one far
 	// past it is stuck.
 	Oldest time.Duration
+	// Latency is the histogram of every request's duration, from sending
+	// to the answer, on all channels.
+	Latency metrics.Buckets
 }
 
 // ChannelStats describes one channel slot over its whole life.
@@ -102,6 +107,7 @@ func (h *Host) Stats() Stats {
 			Reconnects:   st.reconnects.Load(),
 			LastRTT:      time.Duration(st.lastRTT.Load()),
 		})
+		s.Latency.Add(&st.latency)
 	}
 	s.Oldest = h.oldest()
 	return s
