@@ -299,6 +299,7 @@ func (h *handle) forgetListing() {
 	if !ok {
 		return
 	}
+	h.n.fsys.own.changed(p) // the close to come is the server's last event of it
 	dir, name := split(p)
 	if a, ok := h.n.exactAttr(); ok {
 		h.n.fsys.dirs.Set(dir, name, a)
