@@ -111,7 +111,7 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 		var created remote.Attr
 		lg.holdGate()
 		err = r.h.run(dctx, c, k, func() (err error) {
-			sf, fresh, created, err = openOn(c.client, f.abs, flags, perm)
+			sf, fresh, created, err = openOn(c, f.abs, flags, perm)
 			if err == nil && (fresh || flags&os.O_TRUNC != 0) {
 				lg.truncated() // in order with the other changes
 			}
@@ -165,27 +165,23 @@ func (r hostRemote) openFailure(ctx context.Context, p string, flags int, c *cha
 	return r.fail("open", p, err)
 }
 
-// openOn opens abs on one channel; fresh reports that this call created
-// it, and then created holds its attributes with perm set.
-func openOn(cl *sftp.Client, abs string, flags int, perm uint32) (sf *sftp.File, fresh bool, created remote.Attr, err error) {
-	if flags&os.O_CREATE != 0 && flags&os.O_EXCL == 0 {
-		sf, err = cl.OpenFile(abs, flags|os.O_EXCL)
-		if isFailure(err) {
-			sf, err2 := cl.OpenFile(abs, flags&^os.O_CREATE)
-			if err2 == nil || !isAnswer(err2) {
-				return sf, false, created, err2
-			}
-			return nil, false, created, err
-		}
-	} else {
+// openOn opens abs on channel c; fresh reports that this call created it,
+// and then created holds its attributes with perm set (createopen.go).
+func openOn(c *channel, abs string, flags int, perm uint32) (sf *sftp.File, fresh bool, created remote.Attr, err error) {
+	cl := c.client
+	if flags&os.O_CREATE == 0 {
 		sf, err = cl.OpenFile(abs, flags)
-	}
-	if err != nil || flags&os.O_CREATE == 0 {
 		return sf, false, created, err
 	}
-	created, err = chmodStat(sf, perm&07777)
+	sf, made, created, err := createOn(c, abs, flags|os.O_EXCL, perm)
+	if !made && isFailure(err) && flags&os.O_EXCL == 0 {
+		sf, err2 := cl.OpenFile(abs, flags&^os.O_CREATE)
+		if err2 == nil || !isAnswer(err2) {
+			return sf, false, created, err2
+		}
+		return nil, false, created, err
+	}
 	if err != nil {
-		sf.Close()
 		return nil, false, created, err
 	}
 	return sf, true, created, nil
