@@ -68,6 +68,8 @@ type file struct {
 	// log is shared by this host's writable handles of the file: the
 	// size they expect and the changes to replay (nil when read-only).
 	log *fileLog
+	// order tracks the writes in flight (ordered.go).
+	order writeOrder
 }
 
 var _ remote.File = (*file)(nil)
@@ -698,6 +700,8 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	l := getLease(len(p))
 	copy(l.b, p)
+	f.order.add(1, nil, 0)
+	defer f.order.add(-1, nil, 0)
 	return f.writeAt(ctx, l, len(p), off)
 }
 
@@ -715,6 +719,8 @@ func (f *file) WriteSize() int {
 
 // WriteAtOwned sends p itself and calls done when no request uses it.
 func (f *file) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
+	f.order.add(1, nil, 0)
+	defer f.order.add(-1, nil, 0)
 	return f.writeAt(ctx, ownLease(p, done), len(p), off)
 }
 
@@ -772,7 +778,10 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 	bounded := func() (context.Context, context.CancelFunc) {
 		return context.WithDeadline(context.Background(), deadline)
 	}
+	// slow runs on a goroutine of its own: its request may go out
+	// after later ones (writeOrder).
 	slow := func() {
+		defer f.order.add(-1, nil, 0)
 		ctx, cancel := bounded()
 		defer cancel()
 		m, err := f.writeAt(ctx, l, n, off) // releases l
@@ -782,11 +791,13 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 		done(err)
 	}
 	if f.log == nil || f.log.full(f.h.o.ReplayLimit) {
+		f.order.add(1, nil, 0)
 		go slow() // writeAt reports a read-only file, or makes room
 		return
 	}
 	c, _, err := f.current()
 	if c == nil || err != nil || n == 0 {
+		f.order.add(1, nil, 0)
 		go slow() // writeAt reports a closed or broken file
 		return
 	}
@@ -796,16 +807,22 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 	f.mu.Unlock()
 	if !ok {
 		c.unbegin()
+		f.order.add(1, nil, 0)
 		go slow()
 		return
 	}
 	f.log.sending(off + int64(n))
 	f.log.gate.RLock()
+	f.order.add(0, c, 1)
 	f.h.rawWriteAsync(c, raw, l, p, off, func(err error) {
 		if err == nil {
 			f.log.wrote(p, off)
 		}
 		f.log.gate.RUnlock()
+		if err != nil && !final(err) {
+			f.order.add(1, nil, 0) // sent again by slow, below
+		}
+		f.order.add(0, c, -1)
 		switch {
 		case err == nil:
 			l.release()

@@ -27,7 +27,15 @@ func archiveOf(t *testing.T, dirs, files int) (string, int) {
 		}
 		for f := range files {
 			data := strings.Repeat(fmt.Sprintf("line of %d/%d\n", d, f), 20*(f+1))
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", f)), []byte(data), 0o644); err != nil {
+			p := filepath.Join(dir, fmt.Sprintf("f%d", f))
+			if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, []os.FileMode{0o644, 0o600, 0o755}[f%3]); err != nil {
+				t.Fatal(err)
+			}
+			mtime := time.Date(2021, 1, 1+d, f, 0, 0, 0, time.UTC)
+			if err := os.Chtimes(p, mtime, mtime); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -80,6 +88,7 @@ func TestOwnChangesEchoed(t *testing.T) {
 	if out, err := exec.Command("diff", "-r", filepath.Join(filepath.Dir(archive), "src"), rg.remote("src")).CombinedOutput(); err != nil {
 		t.Fatalf("the server's tree differs: %v: %s", err, out)
 	}
+	sameModesAndTimes(t, filepath.Join(filepath.Dir(archive), "src"), rg.remote("src"))
 
 	// The watcher reports changes in the order made: once a file made
 	// on the server after the unpack shows, every echo of it arrived.
@@ -143,5 +152,34 @@ func TestOwnChangesEchoed(t *testing.T) {
 	}
 	if !gone(rg.remote("src")) {
 		t.Fatal("src left on the server")
+	}
+}
+
+// sameModesAndTimes fails unless every file below want has the same
+// mode and mtime (in seconds, as SFTP carries them) below got: tar sets
+// them after writing, so they also show whether the mount applied them
+// after the writes.
+func sameModesAndTimes(t *testing.T, want, got string) {
+	t.Helper()
+	err := filepath.WalkDir(want, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(want, p)
+		w, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		g, err := os.Lstat(filepath.Join(got, rel))
+		if err != nil {
+			return err
+		}
+		if w.Mode() != g.Mode() || w.ModTime().Unix() != g.ModTime().Unix() {
+			t.Errorf("%s: server has %v %v, want %v %v", rel, g.Mode(), g.ModTime(), w.Mode(), w.ModTime())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
