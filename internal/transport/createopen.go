@@ -17,21 +17,24 @@ import (
 // worker — so when the exclusive OPEN succeeded, the LSTAT found the file
 // it made, with the permissions the server's umask left. Only when those
 // differ from the ones asked for does an FSETSTAT follow, as before, and
-// any other way this fails falls back to it (chmodStat).
+// any other way this fails falls back to it (chmodStat). A MKDIR, which
+// fails when the name exists, goes the same way.
 
 const (
 	fxpOpen      = 3
+	fxpMkdir     = 14
 	sftpCreat    = 0x08 // SSH_FXF_CREAT
 	sftpExcl     = 0x20 // SSH_FXF_EXCL
 	maxHookedLen = 64 << 10
 )
 
 // openHook asks the session's writer to add permissions to pkg/sftp's
-// exclusive OPEN of abs, and tells when that OPEN is queued.
+// exclusive OPEN (or MKDIR) of abs, and tells when that packet is queued.
 type openHook struct {
+	typ  byte // fxpOpen or fxpMkdir
 	abs  string
 	perm uint32
-	sent chan struct{} // closed once the OPEN, with perm, is queued
+	sent chan struct{} // closed once the packet, with perm, is queued
 }
 
 // hookOpen registers h; false when an OPEN of the same path is already
@@ -64,23 +67,30 @@ func (c *wireWriter) unhookOpen(h *openHook) {
 // hooked returns p, a whole packet pkg/sftp writes (mu held, at a packet
 // boundary), with the permissions of the hook it matches added, and that
 // hook; p and nil when it matches none. A match is an OPEN that creates
-// its path exclusively and carries no attributes.
+// its path exclusively, or a MKDIR, carrying no attributes.
 func (c *wireWriter) hooked(p []byte) ([]byte, *openHook) {
-	if len(p) < 9+4 || p[4] != fxpOpen || int(binary.BigEndian.Uint32(p))+4 != len(p) || len(p) > maxHookedLen {
+	if len(p) < 9+4 || (p[4] != fxpOpen && p[4] != fxpMkdir) || int(binary.BigEndian.Uint32(p))+4 != len(p) || len(p) > maxHookedLen {
 		return p, nil
 	}
+	typ := p[4]
 	n := int(binary.BigEndian.Uint32(p[9:13]))
 	rest := p[13:]
-	if n > len(rest) || len(rest)-n != 8 {
+	tail := 4 // the attributes' flags
+	if typ == fxpOpen {
+		tail = 8 // pflags first
+	}
+	if n > len(rest) || len(rest)-n != tail {
 		return p, nil
 	}
 	path := string(rest[:n])
-	pflags := binary.BigEndian.Uint32(rest[n:])
-	if binary.BigEndian.Uint32(rest[n+4:]) != 0 || pflags&(sftpCreat|sftpExcl) != sftpCreat|sftpExcl {
+	if binary.BigEndian.Uint32(rest[len(rest)-4:]) != 0 {
+		return p, nil
+	}
+	if pflags := binary.BigEndian.Uint32(rest[n:]); typ == fxpOpen && pflags&(sftpCreat|sftpExcl) != sftpCreat|sftpExcl {
 		return p, nil
 	}
 	for i, h := range c.opens {
-		if h.abs != path {
+		if h.abs != path || h.typ != typ {
 			continue
 		}
 		c.opens = append(c.opens[:i], c.opens[i+1:]...)
@@ -99,48 +109,24 @@ func (c *wireWriter) hooked(p []byte) ([]byte, *openHook) {
 // made reports that the OPEN succeeded (an error is then the one of
 // setting the permissions, and the file is closed).
 func createOn(c *channel, abs string, flags int, perm uint32) (sf *sftp.File, made bool, a remote.Attr, err error) {
-	h := &openHook{abs: abs, perm: perm & 07777, sent: make(chan struct{})}
+	h := &openHook{typ: fxpOpen, abs: abs, perm: perm & 07777, sent: make(chan struct{})}
 	if c.wire == nil || !c.wire.hookOpen(h) {
 		return createChmod(c.client, abs, flags, perm)
 	}
-	opened := make(chan struct{})
-	type stat struct {
-		fi  os.FileInfo
-		err error
-	}
-	looked := make(chan stat, 1)
-	go func() {
-		select {
-		case <-h.sent:
-		case <-opened:
-			select {
-			case <-h.sent: // both ready: the OPEN went out first
-			default:
-				looked <- stat{err: os.ErrInvalid} // not sent as hooked
-				return
-			}
-		}
-		fi, err := c.client.Lstat(abs)
-		looked <- stat{fi, err}
-	}()
-	sf, err = c.client.OpenFile(abs, flags)
-	close(opened)
-	c.wire.unhookOpen(h)
-	st := <-looked
+	var fi os.FileInfo
+	sent, ferr := lstatBehind(c, h, func() error {
+		sf, err = c.client.OpenFile(abs, flags)
+		return err
+	}, &fi)
 	if err != nil {
 		return nil, false, remote.Attr{}, err
 	}
-	select {
-	case <-h.sent:
-	default:
-		// pkg/sftp sent the OPEN otherwise than expected: without
-		// the permissions.
+	if !sent || ferr != nil || !fi.Mode().IsRegular() {
+		// The OPEN went without the permissions (pkg/sftp sent it
+		// otherwise than expected), or the LSTAT did not tell.
 		return chmodOrClose(sf, perm)
 	}
-	if st.err != nil || !st.fi.Mode().IsRegular() {
-		return chmodOrClose(sf, perm)
-	}
-	a = attrOf(st.fi)
+	a = attrOf(fi)
 	if a.Mode&07777 != perm&07777 {
 		// The server's umask took bits away.
 		if err := sf.Chmod(os.FileMode(perm & 07777)); err != nil {
@@ -150,6 +136,71 @@ func createOn(c *channel, abs string, flags int, perm uint32) (sf *sftp.File, ma
 		a.Mode = a.Mode&^07777 | perm&07777
 	}
 	return sf, true, a, nil
+}
+
+// lstatBehind runs op, which sends h's packet, and an LSTAT of h.abs on
+// the same session right behind that packet, and waits for both. sent
+// reports that the packet went out with the permissions; the LSTAT's
+// outcome is in fi and ferr (os.ErrInvalid when it was not sent).
+func lstatBehind(c *channel, h *openHook, op func() error, fi *os.FileInfo) (sent bool, ferr error) {
+	done := make(chan struct{})
+	looked := make(chan error, 1)
+	go func() {
+		select {
+		case <-h.sent:
+		case <-done:
+			select {
+			case <-h.sent: // both ready: the packet went out first
+			default:
+				looked <- os.ErrInvalid // not sent as hooked
+				return
+			}
+		}
+		var err error
+		*fi, err = c.client.Lstat(h.abs)
+		looked <- err
+	}()
+	_ = op()
+	close(done)
+	c.wire.unhookOpen(h)
+	ferr = <-looked
+	select {
+	case <-h.sent:
+		return true, ferr
+	default:
+		return false, ferr
+	}
+}
+
+// mkdirLstat makes the directory abs on c with perm in its MKDIR and an
+// LSTAT behind it, and sets *a to its attributes; tried is false, with
+// nothing sent, when the session cannot hook the MKDIR.
+func mkdirLstat(c *channel, abs string, perm uint32, a *remote.Attr) (tried bool, err error) {
+	h := &openHook{typ: fxpMkdir, abs: abs, perm: perm & 07777, sent: make(chan struct{})}
+	if c.wire == nil || !c.wire.hookOpen(h) {
+		return false, nil
+	}
+	var fi os.FileInfo
+	sent, ferr := lstatBehind(c, h, func() error {
+		err = c.client.Mkdir(abs)
+		return err
+	}, &fi)
+	switch {
+	case err != nil:
+		return true, err
+	case !sent || ferr != nil || !fi.IsDir():
+		*a, err = chmodLstat(c, abs, perm)
+		return true, err
+	}
+	*a = attrOf(fi)
+	if a.Mode&07777 != perm&07777 {
+		// The server's umask took bits away.
+		if err := c.client.Chmod(abs, os.FileMode(perm&07777)); err != nil {
+			return true, err
+		}
+		a.Mode = a.Mode&^07777 | perm&07777
+	}
+	return true, nil
 }
 
 // createChmod is createOn without the hook: the OPEN, then FSETSTAT and
