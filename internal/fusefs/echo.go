@@ -27,9 +27,13 @@ import (
 //
 // The last change made through the mount decides: after a removal, a
 // creation of the name is no longer explained, and after a creation, a
-// removal is not. Events carry no author, so a change someone else makes
-// to the same name, of a kind the mount's own explains, within echoHorizon
-// of it, is taken for the echo too: it shows when the listing expires or
+// removal is not. Once a report the mount's change explains has come, the
+// rest of its echo follows within echoTail (the watcher may split one
+// change's events over consecutive batches), and a later report of the
+// name is someone else's. Events carry no author, so a change someone
+// else makes to the same name, of a kind the mount's own explains, before
+// that (within echoHorizon of the mount's change, or echoTail of its
+// echo) is taken for the echo too: it shows when the listing expires or
 // the name is next changed, and an open still checks the file
 // (closetoopen.go). Changes of other names — a file someone else creates
 // in a directory the mount made — and kinds the mount's change does not
@@ -41,6 +45,10 @@ import (
 // way back from the server adds a round trip and what a busy server and
 // client add to it.
 const echoHorizon = 2 * time.Second
+
+// echoTail is how long the rest of an echo may follow its first report:
+// the watcher passes batches on back to back, watch.DefaultWindow apart.
+const echoTail = 250 * time.Millisecond
 
 // What a change made through the mount explains, as bits.
 const (
@@ -65,7 +73,8 @@ type ownChanges struct {
 
 type ownChange struct {
 	explains uint8
-	at       time.Time
+	at       time.Time // when the mount made the change
+	heard    time.Time // when its echo first came; zero before
 }
 
 func (o *ownChanges) enable(now func() time.Time) {
@@ -145,5 +154,13 @@ func (o *ownChanges) echo(c namespace.Change) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	own, ok := o.paths[c.Path]
-	return ok && own.explains&need != 0 && now.Sub(own.at) < echoHorizon
+	switch {
+	case !ok || own.explains&need == 0 || now.Sub(own.at) >= echoHorizon:
+		return false
+	case own.heard.IsZero():
+		own.heard = now
+		o.paths[c.Path] = own
+		return true
+	}
+	return now.Sub(own.heard) < echoTail
 }

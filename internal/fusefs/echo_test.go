@@ -55,6 +55,22 @@ func TestOwnChangesExplain(t *testing.T) {
 		t.Error("after the mount made d/f again, only its creation is explained")
 	}
 
+	// Once the echo of a change came, the rest of it follows closely; a
+	// later report of the name is someone else's change.
+	o.created("e", false)
+	now = now.Add(echoHorizon / 2)
+	if !o.echo(created("e", false)) {
+		t.Error("the first report of a change made through the mount is not its echo")
+	}
+	now = now.Add(echoTail / 2)
+	if !o.echo(namespace.Change{Path: "e", Kind: namespace.ChangeData}) {
+		t.Error("the rest of an echo, a batch later, is not taken for it")
+	}
+	now = now.Add(echoTail)
+	if o.echo(namespace.Change{Path: "e", Kind: namespace.ChangeData}) {
+		t.Error("a report of the name long after the echo came is taken for it")
+	}
+
 	now = now.Add(echoHorizon)
 	if o.echo(created("d", true)) || o.echo(created("d/f", false)) {
 		t.Error("a change older than the horizon explains nothing")

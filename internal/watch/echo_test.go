@@ -114,6 +114,26 @@ func TestOwnChangesEchoed(t *testing.T) {
 		t.Errorf("walking the tree the mount made sent %s; want nothing", countsString(got))
 	}
 
+	// Someone else's change to a file the mount made shows, once the
+	// echo of the mount's own is over: the file is appended to on the
+	// server until a stat through the mount shows the server's size.
+	f := rg.remote("src/d2/f3")
+	testenv.Eventually(t, "a change on the server of a file the mount made", func() bool {
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fh.Write([]byte("theirs\n"))
+		if cerr := fh.Close(); err != nil || cerr != nil {
+			t.Fatal(err, cerr)
+		}
+		want, _ := os.Stat(f)
+		return testenv.PollFor(time.Second, func() bool {
+			got, err := os.Stat(rg.local("src/d2/f3"))
+			return err == nil && got.Size() == want.Size()
+		})
+	})
+
 	// Someone else's change in a directory the mount made shows.
 	if err := os.Mkdir(rg.local("mine"), 0o755); err != nil {
 		t.Fatal(err)
