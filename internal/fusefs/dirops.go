@@ -45,6 +45,7 @@ func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, ou
 	child := &node{fsys: n.fsys}
 	child.report(a, 0, &out.Attr)
 	typ := fileType(a)
+	n.fsys.own.created(p, typ == syscall.S_IFDIR)
 	ino := n.fsys.inos.forType(p, typ, n.fsys.inos.get(p))
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: typ, Ino: ino})
 }
@@ -159,6 +160,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return n.added(ctx, dir, name, p, a, out), 0
 	}
 	n.fsys.dirs.Set(dir, name, a)
+	n.fsys.own.created(p, false)
 	n.fsys.inos.link(oldp, p, tn.StableAttr().Ino)
 	tn.report(a, end, &out.Attr)
 	return tn.EmbeddedInode(), 0
@@ -179,6 +181,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if err := n.fsys.ns.Remove(ctx, p); err != nil {
 		return n.fsys.toErrno(err)
 	}
+	n.fsys.own.removed(p, false)
 	n.removed(dir, name, p)
 	return 0
 }
@@ -193,6 +196,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if err := n.fsys.ns.Rmdir(ctx, p); err != nil {
 		return n.fsys.toErrno(err)
 	}
+	n.fsys.own.removed(p, true)
 	n.removed(dir, name, p)
 	n.fsys.dirs.DropTree(p)
 	return 0

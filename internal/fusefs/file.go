@@ -286,18 +286,22 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	if h.w == nil {
 		return 0
 	}
-	_, err := h.w.wait(context.WithoutCancel(ctx))
-	h.forgetListing()
+	clean, err := h.w.wait(context.WithoutCancel(ctx))
+	h.forgetListing(!clean)
 	return h.n.fsys.toErrno(err)
 }
 
 // forgetListing marks the file's entry in its parent's cached listing as
 // stale after its size or times changed, or records its attributes there
-// when the mount knows them (known.go).
-func (h *handle) forgetListing() {
+// when the mount knows them (known.go). changed says the handle wrote
+// since it was last waited for: the server's report of that is an echo.
+func (h *handle) forgetListing(changed bool) {
 	p, ok := h.n.path()
 	if !ok {
 		return
+	}
+	if changed {
+		h.n.fsys.own.changed(p)
 	}
 	dir, name := split(p)
 	if a, ok := h.n.exactAttr(); ok {
@@ -345,7 +349,7 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	clean, err := h.w.wait(context.Background())
-	h.forgetListing()
+	h.forgetListing(!clean)
 	h.n.released(h)
 	h.n.addWriter(-1)
 	if (clean && err == nil) || cache.Unanswered(err) {

@@ -147,6 +147,9 @@ type filesys struct {
 	// noTree: the namespace could not list a directory by a tree listing
 	// (identity.go).
 	noTree atomic.Bool
+	// own remembers the mount's own recent changes, so that the change
+	// watcher's report of them is not taken for someone else's (echo.go).
+	own ownChanges
 }
 
 // Mount mounts ns at mountpoint and serves it until the returned server is
@@ -252,6 +255,9 @@ func newFilesys(ns namespace.Namespace, o Options) *filesys {
 	}
 	if fsys.dirs == nil {
 		fsys.dirs = cache.New(o.DirCacheTimeout, nil)
+	}
+	if o.Changes != nil {
+		fsys.own.enable(nil)
 	}
 	fsys.root = &node{fsys: fsys}
 	fsys.pre = newPrefetcher(fsys)

@@ -47,6 +47,11 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return n.fsys.toErrno(err)
 	}
 	moved := n.GetChild(name)
+	if moved != nil {
+		dir := moved.IsDir()
+		n.fsys.own.removed(oldp, dir)
+		n.fsys.own.created(newp, dir)
+	}
 	n.renamed(np, name, newName, oldDir, oldp, newDir, newp)
 	if moved != nil && oldDir != newDir {
 		forgetLinkTargets(moved)

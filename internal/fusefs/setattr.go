@@ -54,6 +54,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		}
 	}
 	if linked {
+		n.fsys.own.changed(p)
 		dir, name := split(p)
 		if sized {
 			n.fsys.dirs.Forget(dir, name)

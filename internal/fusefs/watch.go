@@ -32,10 +32,11 @@ import (
 //     below it, the kernel's attributes and data of every inode below it,
 //     and its negative entries of names that reappeared.
 //
-// Changes the mount makes itself come back as events too. A file the
-// mount has open for writing keeps what the kernel caches of it: the
-// mount's view of it is the current one. Otherwise such an echo costs
-// one revalidation of the names concerned when they are used next.
+// Changes the mount makes itself come back as events too. Those its own
+// recent changes explain are ignored (echo.go). A file the mount has open
+// for writing keeps what the kernel caches of it: the mount's view of it
+// is the current one. Any other echo costs one revalidation of the names
+// concerned when they are used next.
 //
 // Nothing of this package is locked while the kernel is notified.
 
@@ -77,6 +78,9 @@ func (f *filesys) followChanges(srv *fuse.Server) {
 func (f *filesys) applyChanges(batch []namespace.Change, trees map[string]context.CancelFunc) {
 	changedDirs := map[*fs.Inode]bool{} // whose contents changed
 	for _, c := range batch {
+		if f.own.echo(c) {
+			continue // the mount's own change, known (echo.go)
+		}
 		namespace.Forget(f.ns, c)
 		var dir *fs.Inode
 		if c.Kind == namespace.ChangeTree {

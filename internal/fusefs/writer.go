@@ -57,6 +57,17 @@ type writer struct {
 	attrs     *remote.SetAttr // attribute changes queued behind the writes (setattr.go)
 	attrsOut  bool            // an attribute change is in flight
 	attrsSent remote.SetAttr  // the one in flight
+	// behind is an attribute change to send behind the writes in flight
+	// once mu is released (unlock), ordered (f, if the file can) says
+	// how, and noBehind that it refused once: changes wait for the
+	// writes' answers from then on.
+	behind   *remote.SetAttr
+	ordered  remote.OrderedAttrSetter
+	noBehind bool
+	// handing counts the batches of started requests being handed to f
+	// with mu released: an attribute change sent meanwhile could go
+	// out before them.
+	handing int
 }
 
 type span struct{ off, end int64 }
@@ -75,6 +86,10 @@ const pageSize = 4096
 func newWriter(f remote.File, n *node, window int64) *writer {
 	w := &writer{f: f, node: n, window: window, wake: make(chan struct{}), lastEnd: -1}
 	w.async, _ = f.(remote.AsyncWriter)
+	if w.async != nil {
+		// Writes are handed over in order by unlock, not by goroutines.
+		w.ordered, _ = f.(remote.OrderedAttrSetter)
+	}
 	if bw, ok := f.(remote.BufferWriter); ok {
 		if c := bw.WriteSize() / pageSize * pageSize; c >= 2*pageSize {
 			w.chunk = c
@@ -204,12 +219,39 @@ func (w *writer) start(r request) {
 	go w.send(r.buf, (*r.buf)[:r.n], r.off)
 }
 
-// unlock releases mu and sends the requests started meanwhile.
+// unlock releases mu and sends the requests started meanwhile, then the
+// attribute change to send behind them.
 func (w *writer) unlock() {
-	ready := w.ready
-	w.ready = nil
+	ready, behind := w.ready, w.behind
+	w.ready, w.behind = nil, nil
+	if len(ready) > 0 {
+		w.handing++
+	}
 	w.mu.Unlock()
 	w.sendAll(ready)
+	if len(ready) > 0 {
+		w.mu.Lock()
+		w.handing--
+		w.mu.Unlock()
+	}
+	if behind != nil {
+		w.sendBehind(*behind)
+	}
+}
+
+// handOver sends ready on a goroutine of its own (the caller must not
+// send), counted in handing.
+func (w *writer) handOver(ready []request) {
+	if len(ready) == 0 {
+		return
+	}
+	w.handing++
+	go func() {
+		w.sendAll(ready)
+		w.mu.Lock()
+		w.handing--
+		w.mu.Unlock()
+	}()
 }
 
 func (w *writer) sendAll(rs []request) {
@@ -291,12 +333,9 @@ func (w *writer) finished(held, off int64, err error) {
 	w.landed(off)
 	close(w.wake)
 	w.wake = make(chan struct{})
-	ready := w.ready
+	w.handOver(w.ready)
 	w.ready = nil
 	w.mu.Unlock()
-	if len(ready) > 0 {
-		go w.sendAll(ready)
-	}
 	w.node.pending.done()
 }
 
@@ -307,9 +346,7 @@ func (w *writer) wait(ctx context.Context) (clean bool, err error) {
 	w.mu.Lock()
 	w.sendStage()
 	for w.inflight > 0 || w.attrs != nil || w.attrsOut {
-		if w.sending == 0 {
-			w.sendAttrs()
-		}
+		w.sendAttrs()
 		ch := w.wake
 		w.unlock()
 		select {
@@ -367,9 +404,11 @@ func putBuf(b *[]byte) {
 // setAttrs queues attribute changes (mode, owner, times; no size) behind
 // the handle's writes. They are merged and sent as one request when the
 // handle is waited for (flush, fsync, release, a truncate) or written
-// again, once every write before them has been answered: a server that
-// handles requests out of order still applies a set mtime after the
-// writes that move it, and a chmod after the writes that clear setuid.
+// again, once every write before them has been answered — or at once,
+// behind the writes in flight, where the file promises that the server
+// applies them after those (remote.OrderedAttrSetter): either way a set
+// mtime lands after the writes that move it, and a chmod after the writes
+// that clear setuid.
 // The caller does not wait; a failure is kept like a write's and reported
 // by the next write, flush, fsync or release.
 func (w *writer) setAttrs(a remote.SetAttr) {
@@ -383,14 +422,68 @@ func (w *writer) setAttrs(a remote.SetAttr) {
 }
 
 // sendAttrs sends the queued attribute changes unless some are in flight
-// (they follow once those are answered). mu is held.
+// (they follow once those are answered): once the writes before them are
+// answered, or behind them when the file can (unlock sends them). mu is
+// held.
 func (w *writer) sendAttrs() {
 	if w.attrs == nil || w.attrsOut {
 		return
 	}
 	a := *w.attrs
+	if w.sending > 0 {
+		if w.ordered == nil || w.noBehind || len(w.blocked) > 0 || w.stage != nil || w.handing > 0 {
+			return
+		}
+		w.attrs, w.attrsOut, w.attrsSent = nil, true, a
+		w.behind = &a
+		return
+	}
 	w.attrs, w.attrsOut, w.attrsSent = nil, true, a
 	go w.sendAttrsNow(a)
+}
+
+// sendBehind sends a behind the writes just handed over. If the file
+// refuses, or loses the request with its connection, a is queued again,
+// under the changes queued since, to go once the writes are answered.
+func (w *writer) sendBehind(a remote.SetAttr) {
+	if w.ordered.SetAttrsBehind(a, func(err error, retry bool) { w.behindDone(a, err, retry) }) {
+		return
+	}
+	w.mu.Lock()
+	w.requeue(a)
+	w.unlock()
+}
+
+// behindDone records the outcome of a change sent behind the writes; it
+// may run on the transport's goroutine, which must not send.
+func (w *writer) behindDone(a remote.SetAttr, err error, retry bool) {
+	w.mu.Lock()
+	switch {
+	case retry:
+		w.requeue(a)
+	default:
+		if err != nil && w.err == nil {
+			w.err = fmt.Errorf("setattr: %w", err)
+		}
+		w.attrsOut, w.attrsSent = false, remote.SetAttr{}
+		close(w.wake)
+		w.wake = make(chan struct{})
+	}
+	w.handOver(w.ready)
+	w.ready = nil
+	w.mu.Unlock()
+}
+
+// requeue queues a, which was not applied, again under the changes queued
+// since, to be sent once the writes are answered. mu is held.
+func (w *writer) requeue(a remote.SetAttr) {
+	if w.attrs != nil {
+		mergeSetAttr(&a, *w.attrs)
+	}
+	w.attrs, w.attrsOut, w.attrsSent = &a, false, remote.SetAttr{}
+	w.noBehind = true
+	close(w.wake)
+	w.wake = make(chan struct{})
 }
 
 func (w *writer) sendAttrsNow(a remote.SetAttr) {
@@ -418,9 +511,7 @@ func (w *writer) sendAttrsNow(a remote.SetAttr) {
 // in flight.
 func (w *writer) waitAttrs(ctx context.Context) error {
 	for w.attrs != nil || w.attrsOut {
-		if w.sending == 0 {
-			w.sendAttrs()
-		}
+		w.sendAttrs()
 		ch := w.wake
 		w.unlock()
 		select {

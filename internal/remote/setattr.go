@@ -20,3 +20,18 @@ type DirMaker interface {
 	// with perm set.
 	MkdirAttr(ctx context.Context, path string, perm uint32) (Attr, error)
 }
+
+// OrderedAttrSetter is implemented by files whose attribute changes can
+// be sent behind the writes in flight without waiting for their answers,
+// the server applying them after those writes: a set mtime is not undone
+// by a write it follows, nor a chmod's set-user-ID bit cleared.
+type OrderedAttrSetter interface {
+	// SetAttrsBehind sends a (as SetAttrs) at once, to be applied after
+	// every write sent on the file before it, and calls done with the
+	// outcome, possibly on a goroutine that must not wait for the file.
+	// It returns false, having sent nothing, when it cannot promise that
+	// order. done's retry reports that the request was lost with its
+	// connection: it may or may not have been applied, and is to be sent
+	// again once the writes before it are answered.
+	SetAttrsBehind(a SetAttr, done func(err error, retry bool)) bool
+}

@@ -68,6 +68,8 @@ type file struct {
 	// log is shared by this host's writable handles of the file: the
 	// size they expect and the changes to replay (nil when read-only).
 	log *fileLog
+	// order tracks the writes in flight (ordered.go).
+	order writeOrder
 }
 
 var _ remote.File = (*file)(nil)
@@ -111,7 +113,7 @@ func (r hostRemote) Open(ctx context.Context, p string, flags int, perm uint32) 
 		var created remote.Attr
 		lg.holdGate()
 		err = r.h.run(dctx, c, k, func() (err error) {
-			sf, fresh, created, err = openOn(c.client, f.abs, flags, perm)
+			sf, fresh, created, err = openOn(c, f.abs, flags, perm)
 			if err == nil && (fresh || flags&os.O_TRUNC != 0) {
 				lg.truncated() // in order with the other changes
 			}
@@ -165,27 +167,23 @@ func (r hostRemote) openFailure(ctx context.Context, p string, flags int, c *cha
 	return r.fail("open", p, err)
 }
 
-// openOn opens abs on one channel; fresh reports that this call created
-// it, and then created holds its attributes with perm set.
-func openOn(cl *sftp.Client, abs string, flags int, perm uint32) (sf *sftp.File, fresh bool, created remote.Attr, err error) {
-	if flags&os.O_CREATE != 0 && flags&os.O_EXCL == 0 {
-		sf, err = cl.OpenFile(abs, flags|os.O_EXCL)
-		if isFailure(err) {
-			sf, err2 := cl.OpenFile(abs, flags&^os.O_CREATE)
-			if err2 == nil || !isAnswer(err2) {
-				return sf, false, created, err2
-			}
-			return nil, false, created, err
-		}
-	} else {
+// openOn opens abs on channel c; fresh reports that this call created it,
+// and then created holds its attributes with perm set (createopen.go).
+func openOn(c *channel, abs string, flags int, perm uint32) (sf *sftp.File, fresh bool, created remote.Attr, err error) {
+	cl := c.client
+	if flags&os.O_CREATE == 0 {
 		sf, err = cl.OpenFile(abs, flags)
-	}
-	if err != nil || flags&os.O_CREATE == 0 {
 		return sf, false, created, err
 	}
-	created, err = chmodStat(sf, perm&07777)
+	sf, made, created, err := createOn(c, abs, flags|os.O_EXCL, perm)
+	if !made && isFailure(err) && flags&os.O_EXCL == 0 {
+		sf, err2 := cl.OpenFile(abs, flags&^os.O_CREATE)
+		if err2 == nil || !isAnswer(err2) {
+			return sf, false, created, err2
+		}
+		return nil, false, created, err
+	}
 	if err != nil {
-		sf.Close()
 		return nil, false, created, err
 	}
 	return sf, true, created, nil
@@ -702,6 +700,8 @@ func (f *file) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	l := getLease(len(p))
 	copy(l.b, p)
+	f.order.add(1, nil, 0)
+	defer f.order.add(-1, nil, 0)
 	return f.writeAt(ctx, l, len(p), off)
 }
 
@@ -719,6 +719,8 @@ func (f *file) WriteSize() int {
 
 // WriteAtOwned sends p itself and calls done when no request uses it.
 func (f *file) WriteAtOwned(ctx context.Context, p []byte, off int64, done func()) (int, error) {
+	f.order.add(1, nil, 0)
+	defer f.order.add(-1, nil, 0)
 	return f.writeAt(ctx, ownLease(p, done), len(p), off)
 }
 
@@ -776,7 +778,10 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 	bounded := func() (context.Context, context.CancelFunc) {
 		return context.WithDeadline(context.Background(), deadline)
 	}
+	// slow runs on a goroutine of its own: its request may go out
+	// after later ones (writeOrder).
 	slow := func() {
+		defer f.order.add(-1, nil, 0)
 		ctx, cancel := bounded()
 		defer cancel()
 		m, err := f.writeAt(ctx, l, n, off) // releases l
@@ -786,11 +791,13 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 		done(err)
 	}
 	if f.log == nil || f.log.full(f.h.o.ReplayLimit) {
+		f.order.add(1, nil, 0)
 		go slow() // writeAt reports a read-only file, or makes room
 		return
 	}
 	c, _, err := f.current()
 	if c == nil || err != nil || n == 0 {
+		f.order.add(1, nil, 0)
 		go slow() // writeAt reports a closed or broken file
 		return
 	}
@@ -800,16 +807,22 @@ func (f *file) WriteAtAsync(p []byte, off int64, release func(), done func(error
 	f.mu.Unlock()
 	if !ok {
 		c.unbegin()
+		f.order.add(1, nil, 0)
 		go slow()
 		return
 	}
 	f.log.sending(off + int64(n))
 	f.log.gate.RLock()
+	f.order.add(0, c, 1)
 	f.h.rawWriteAsync(c, raw, l, p, off, func(err error) {
 		if err == nil {
 			f.log.wrote(p, off)
 		}
 		f.log.gate.RUnlock()
+		if err != nil && !final(err) {
+			f.order.add(1, nil, 0) // sent again by slow, below
+		}
+		f.order.add(0, c, -1)
 		switch {
 		case err == nil:
 			l.release()

@@ -156,30 +156,22 @@ func (r hostRemote) mkdir(ctx context.Context, p string, perm uint32, stat bool)
 	var a remote.Attr
 	filled := false
 	err := r.changeTold(ctx, func(c *channel) error {
+		if stat {
+			if tried, err := mkdirLstat(c, abs, perm, &a); tried {
+				filled = err == nil
+				return err
+			}
+		}
 		if err := c.client.Mkdir(abs); err != nil {
 			return err
 		}
 		if !stat {
 			return c.client.Chmod(abs, os.FileMode(perm&07777))
 		}
-		var fi os.FileInfo
-		var serr error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			fi, serr = c.client.Lstat(abs)
-		}()
-		err := c.client.Chmod(abs, os.FileMode(perm&07777))
-		<-done
-		if err != nil {
-			return err
-		}
-		if serr != nil {
-			return serr
-		}
-		a, filled = attrOf(fi), true
-		a.Mode = a.Mode&^07777 | perm&07777
-		return nil
+		var err error
+		a, err = chmodLstat(c, abs, perm)
+		filled = err == nil
+		return err
 	}, r.mkdirOutcome(p, perm))
 	if err == nil && stat && !filled {
 		// The mkdir was found made after its answer was lost with its
@@ -196,6 +188,30 @@ func (r hostRemote) mkdir(ctx context.Context, p string, perm uint32, stat bool)
 		err = r.settle(ctx, p, err, probeExists, probeFS)
 	}
 	return a, r.fail("mkdir", p, err)
+}
+
+// chmodLstat sets the permissions of abs, a directory just made, and
+// returns its attributes, in one round trip: the LSTAT travels with the
+// SETSTAT.
+func chmodLstat(c *channel, abs string, perm uint32) (remote.Attr, error) {
+	var fi os.FileInfo
+	var serr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fi, serr = c.client.Lstat(abs)
+	}()
+	err := c.client.Chmod(abs, os.FileMode(perm&07777))
+	<-done
+	if err != nil {
+		return remote.Attr{}, err
+	}
+	if serr != nil {
+		return remote.Attr{}, serr
+	}
+	a := attrOf(fi)
+	a.Mode = a.Mode&^07777 | perm&07777
+	return a, nil
 }
 
 // Remove unlinks a non-directory. pkg/sftp's Remove falls back to RMDIR

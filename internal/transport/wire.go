@@ -111,6 +111,9 @@ type wireWriter struct {
 	head   [64]byte // first bytes of the current packet
 	nhead  int
 	remain int // bytes of the current packet (after its length) still to come
+	// opens are the exclusive creates whose OPEN gets permissions added
+	// (createopen.go).
+	opens []*openHook
 }
 
 // segment is a piece of the outgoing stream: a copy in the queue's store,
@@ -156,19 +159,27 @@ func (c *wireWriter) Write(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
+	n := len(p)
+	var hook *openHook
+	if len(c.opens) > 0 && c.nhead == 0 {
+		p, hook = c.hooked(p)
+	}
 	c.parse(p)
 	if c.remain > 0 && len(c.held)+len(p) <= maxHeld {
 		c.held = append(c.held, p...)
-		return len(p), nil
+		return n, nil
 	}
 	c.h.wireOut.Add(uint64(len(c.held) + len(p)))
 	c.copy(c.held)
 	c.copy(p)
 	c.held = c.held[:0]
+	if hook != nil {
+		close(hook.sent) // what is queued from now on follows it
+	}
 	if err := c.drain(); err != nil {
 		return 0, err
 	}
-	return len(p), nil
+	return n, nil
 }
 
 // inject sends one whole packet of our own, hdr then data. Pieces of a
