@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"sshfsm/internal/netproxy"
+	"sshfsm/internal/testenv"
+)
+
+// statErr is the error of a stat through the mount, which must return.
+func statErr(t *testing.T, p string) error {
+	t.Helper()
+	var err error
+	within(t, 0, "stat of "+p, func() error { _, err = os.Stat(p); return nil })
+	return err
+}
+
+// readsBack polls until p reads as want through the mount.
+func readsBack(t *testing.T, p, want string) {
+	t.Helper()
+	eventually(t, 0, "reading "+p, func() error {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if string(b) != want {
+			return fmt.Errorf("read %q, want %q", b, want)
+		}
+		return nil
+	})
+}
+
+// TestDelayConnectHostDown: with delay_connect the mount is made while the
+// host refuses connections; an access then fails with EHOSTUNREACH, and
+// once the host answers, accesses work, with no remount.
+func TestDelayConnectHostDown(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.Kill()
+	m := mount(t, h, mountSpec{opts: []string{"delay_connect"}})
+	if err := statErr(t, m.Path("f")); !errors.Is(err, syscall.EHOSTUNREACH) {
+		t.Fatalf("stat while the host refuses connections: %v; want EHOSTUNREACH", err)
+	}
+	if err := h.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	readsBack(t, m.Path("f"), "hello")
+}
+
+// TestDelayConnectHostSilent: with delay_connect the mount is made while
+// connections to the host go nowhere; an access then fails with
+// ETIMEDOUT instead of hanging, and once the link carries data again,
+// accesses work.
+func TestDelayConnectHostSilent(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, ssh, dest := proxied(t, h, netproxy.Options{})
+	p.Blackhole(true)
+	m := mount(t, h, mountSpec{sshArgs: ssh, dest: dest, opts: []string{"delay_connect", "timeout=3"}})
+	if err := statErr(t, m.Path("f")); !errors.Is(err, syscall.ETIMEDOUT) {
+		t.Fatalf("stat while the link is silent: %v; want ETIMEDOUT", err)
+	}
+	p.Blackhole(false)
+	readsBack(t, m.Path("f"), "hello")
+}
+
+// TestDelayConnectHostUp: with delay_connect and the host up, the first
+// access connects and the mount works as any other.
+func TestDelayConnectHostUp(t *testing.T) {
+	h := testenv.StartHost(t, "127.0.0.2")
+	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := mount(t, h, mountSpec{opts: []string{"delay_connect"}})
+	if err := os.WriteFile(m.Path("g"), []byte("written"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(m.RemotePath("g")); err != nil || string(b) != "written" {
+		t.Errorf("the server holds g: %q, %v", b, err)
+	}
+	readsBack(t, m.Path("f"), "hello")
+}
+
+// TestNoCheckRoot: a missing remote directory fails the mount, unless
+// no_check_root: then the mount is made, accesses fail with ENOENT, and
+// once the directory exists its files show.
+func TestNoCheckRoot(t *testing.T) {
+	testenv.RequireFUSE(t)
+	h := testenv.StartHost(t, "127.0.0.2")
+	missing := filepath.Join(h.Dir, "later")
+	dest := h.Alias + ":" + missing
+
+	dir := filepath.Join(t.TempDir(), "checked")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary(t), append(h.SSHArgs(), dest, dir)...).CombinedOutput()
+	if code := exitCode(err); code != 5 || !strings.Contains(string(out), "does not exist") || testenv.MountedAt(dir) {
+		t.Errorf("mount of a missing directory: exit %d, mounted %v: %s; want exit 5, not mounted", code, testenv.MountedAt(dir), out)
+	}
+
+	m := mount(t, h, mountSpec{dest: dest, opts: []string{"no_check_root"}})
+	m.Remote = missing
+	if err := statErr(t, m.Path("f")); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("stat below the missing directory: %v; want ENOENT", err)
+	}
+	if err := os.Mkdir(missing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(missing, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readsBack(t, m.Path("f"), "hello")
+}
