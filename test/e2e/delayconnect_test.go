@@ -123,3 +123,40 @@ func TestNoCheckRoot(t *testing.T) {
 	}
 	readsBack(t, m.Path("f"), "hello")
 }
+
+// TestDelayConnectSeveralHosts: with delay_connect a union mounts while
+// every host is down and asks none of them; accesses then connect the
+// hosts that answer, the union shows their files without the others',
+// and a host that comes back joins with no remount.
+func TestDelayConnectSeveralHosts(t *testing.T) {
+	hosts, cfg := testenv.StartHosts(t, 2)
+	h1, h2 := hosts[0], hosts[1]
+	writeFiles(t, map[string]string{
+		filepath.Join(h1.Dir, "one.txt"): "1\n",
+		filepath.Join(h2.Dir, "two.txt"): "2\n",
+	})
+	h1.Kill()
+	h2.Kill()
+	m, out := muxMount(t, h1, "-F", cfg, "-o", "delay_connect", h1.Alias+":"+h1.Dir, h2.Alias+":"+h2.Dir)
+	if strings.Contains(out, "unreachable") || strings.Contains(out, "cannot connect") {
+		t.Errorf("mount printed %q; want no word about the hosts, which it does not ask", out)
+	}
+	if err := h1.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 0, h1.Alias+"'s files alone", func() error {
+		ents, err := os.ReadDir(m.Dir)
+		if err != nil {
+			return err
+		}
+		if len(ents) != 1 || ents[0].Name() != "one.txt" {
+			return fmt.Errorf("root lists %v", ents)
+		}
+		return nil
+	})
+	if err := h2.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	readsBack(t, m.Path("two.txt"), "2\n")
+	readsBack(t, m.Path("one.txt"), "1\n")
+}
