@@ -22,10 +22,14 @@ import (
 	"sshfsm/internal/transport"
 )
 
-// Backoff bounds between dial attempts (variables for tests).
+// Backoff bounds between dial attempts, and how long a failed dial
+// answers the calls that come after it (OnFirstUse) before one dials
+// again: a process retrying in a loop must not start an ssh each time
+// (variables for tests).
 var (
 	minBackoff = time.Second
 	maxBackoff = 30 * time.Second
+	retryAfter = time.Second
 )
 
 // Dial connects the host; it is called until it succeeds or the Remote is
@@ -49,6 +53,7 @@ type Remote struct {
 	host    *transport.Host // nil until connected
 	lastErr error
 	failed  bool          // a dial has failed (onUse: until then the host counts as up)
+	lastAt  time.Time     // when the last dial failed
 	cur     *attempt      // the dial in progress, nil if none
 	looping bool          // the retry loop runs
 	closed  bool          // Close was called: no dial starts any more
@@ -121,7 +126,7 @@ func (r *Remote) loop() {
 			return
 		case <-t.C:
 		}
-		a := r.attempt()
+		a := r.attempt(false)
 		<-a.done
 		if a.err == nil || r.ctx.Err() != nil {
 			return
@@ -131,8 +136,9 @@ func (r *Remote) loop() {
 }
 
 // attempt returns the dial in progress, starting one if there is none.
-// Once connected or closed, it returns a finished attempt.
-func (r *Remote) attempt() *attempt {
+// Once connected or closed, it returns a finished attempt; so it does for
+// a call within retryAfter of a failed dial, with that dial's error.
+func (r *Remote) attempt(call bool) *attempt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -140,6 +146,8 @@ func (r *Remote) attempt() *attempt {
 		return finished(nil)
 	case r.closed:
 		return finished(fmt.Errorf("%s: %w", r.name, net.ErrClosed))
+	case r.cur == nil && call && r.failed && time.Since(r.lastAt) < retryAfter:
+		return finished(r.lastErr)
 	case r.cur == nil:
 		r.cur = &attempt{done: make(chan struct{})}
 		r.wg.Add(1)
@@ -174,7 +182,7 @@ func (r *Remote) run(a *attempt) {
 			r.changed = make(chan struct{})
 		}
 		again := r.failed && r.lastErr != nil && r.lastErr.Error() == err.Error()
-		r.lastErr, r.failed = err, true
+		r.lastErr, r.failed, r.lastAt = err, true, time.Now()
 		if again {
 			r.log.Debug("host still unreachable", "host", r.name, "err", err)
 		} else {
@@ -244,7 +252,7 @@ func (r *Remote) remote(ctx context.Context) (remote.Remote, error) {
 	if !r.onUse {
 		return r.connected()
 	}
-	a := r.attempt()
+	a := r.attempt(true)
 	var expire <-chan time.Time
 	if r.wait > 0 {
 		t := time.NewTimer(r.wait)

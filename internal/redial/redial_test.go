@@ -150,10 +150,12 @@ func TestFirstUseCallsShareOneDial(t *testing.T) {
 }
 
 // OnFirstUse: a failed dial fails the calls waiting for it with the errno
-// of its kind, takes the host down (Changed fires), and the next call
-// dials again.
+// of its kind, takes the host down (Changed fires), answers the calls
+// that follow it for retryAfter, and then the next call dials again.
 func TestFirstUseFailureThenRecovery(t *testing.T) {
 	minBackoff, maxBackoff = time.Hour, time.Hour // only calls dial here
+	retryAfter = time.Hour
+	defer func() { retryAfter = time.Second }()
 	dir := t.TempDir()
 	var attempts atomic.Int32
 	var open atomic.Bool
@@ -179,6 +181,11 @@ func TestFirstUseFailureThenRecovery(t *testing.T) {
 		t.Fatalf("after a failed dial: Up %v, LastError %v; want down, unreachable", r.Up(), r.LastError())
 	}
 	open.Store(true)
+	// Right after a failure, calls get its error without dialling.
+	if _, err := r.Stat(context.Background(), ""); !errors.Is(err, syscall.EHOSTUNREACH) || attempts.Load() != 1 {
+		t.Fatalf("call right after the failure: %v after %d dials; want EHOSTUNREACH and no new dial", err, attempts.Load())
+	}
+	retryAfter = 0
 	if _, err := r.Stat(context.Background(), ""); err != nil {
 		t.Fatalf("call once the host answers: %v", err)
 	}
