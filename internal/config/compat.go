@@ -46,7 +46,7 @@ func compatDecls() []Option {
 		ignored("sync_readdir", s, "Ignored."),
 		flagOpt("delay_connect", s, "Mount at once and connect at the first access, as sshfs does (for fstab and automount while the network comes up). "+
 			"That access waits for the connection up to timeout= and fails, if it cannot connect, with ETIMEDOUT, EHOSTUNREACH (refused or no route), ENOENT (no remote directory) or EIO (authentication: see the log); "+
-			"later accesses try again (of several hosts, one that failed is left out until it answers, as one unreachable at mount). The mount has left the terminal by then, so ssh cannot prompt: it runs in BatchMode (use a key, an agent or password_stdin). "+
+			"later accesses try again, at most once a second (of several hosts, one that failed is left out until it answers, as one unreachable at mount). The mount has left the terminal by then, so ssh cannot prompt: it runs in BatchMode (use a key, an agent or password_stdin). "+
 			"Not with idmap=user or transform_symlinks, which need the server at mount.",
 			func(c *Config) { c.SSH.DelayConnect = true }),
 		flagOpt("no_check_root", s, "Do not check at mount that the remote directory exists: a missing one mounts, and accesses fail with ENOENT until it is created.",
