@@ -164,3 +164,18 @@ func TestDelayConnectSeveralHosts(t *testing.T) {
 	readsBack(t, m.Path("two.txt"), "2\n")
 	readsBack(t, m.Path("one.txt"), "1\n")
 }
+
+// TestDelayConnectReplicaSet: with delay_connect, a branch served by two
+// gateways to the same storage, the first of them down, mounts; the first
+// access, a write, goes through the other.
+func TestDelayConnectReplicaSet(t *testing.T) {
+	hosts, cfg := testenv.StartHosts(t, 2)
+	gw1, gw2 := hosts[0], hosts[1]
+	shared := t.TempDir()
+	gw1.Kill()
+	m, _ := muxMount(t, gw1, "-F", cfg, "-o", "delay_connect", gw1.Alias+","+gw2.Alias+":"+shared)
+	within(t, 0, "the first write", func() error { return os.WriteFile(m.Path("new"), []byte("written"), 0o644) })
+	if b, err := os.ReadFile(filepath.Join(shared, "new")); err != nil || string(b) != "written" {
+		t.Errorf("the storage holds %q, %v; want what was written", b, err)
+	}
+}
