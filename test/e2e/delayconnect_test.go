@@ -75,14 +75,19 @@ func TestDelayConnectHostSilent(t *testing.T) {
 	readsBack(t, m.Path("f"), "hello")
 }
 
-// TestDelayConnectHostUp: with delay_connect and the host up, the first
-// access connects and the mount works as any other.
+// TestDelayConnectHostUp: with delay_connect and the host up, the mount
+// does not connect (sshfsm status says so); the first access does, and
+// the mount works as any other.
 func TestDelayConnectHostUp(t *testing.T) {
 	h := testenv.StartHost(t, "127.0.0.2")
 	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m := mount(t, h, mountSpec{opts: []string{"delay_connect"}})
+	hosts := status(t, m.Dir).Branches[0].Hosts
+	if len(hosts) != 1 || !strings.Contains(hosts[0].Detail, "not connected yet") {
+		t.Errorf("status before any access: %+v; want the host not connected yet", hosts)
+	}
 	if err := os.WriteFile(m.Path("g"), []byte("written"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +95,9 @@ func TestDelayConnectHostUp(t *testing.T) {
 		t.Errorf("the server holds g: %q, %v", b, err)
 	}
 	readsBack(t, m.Path("f"), "hello")
+	if hosts := status(t, m.Dir).Branches[0].Hosts; len(hosts) != 1 || hosts[0].State != "up" {
+		t.Errorf("status after the first access: %+v; want the host up", hosts)
+	}
 }
 
 // TestNoCheckRoot: a missing remote directory fails the mount, unless
