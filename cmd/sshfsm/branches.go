@@ -24,7 +24,7 @@ type endpoint struct {
 	conf   config.Endpoint
 	host   *transport.Host // set when connected at mount time (maybe shared)
 	tree   remote.Remote   // the branch's directory on host
-	lazy   *redial.Remote  // set when unreachable at mount time
+	lazy   *redial.Remote  // set when unreachable at mount time, or with delay_connect
 	err    error           // the dial error at mount time
 	watch  watching        // how changes of its branch are pushed (watch.go)
 }
@@ -81,13 +81,18 @@ func (t *tree) Close() error {
 // reached the same way share one connection, so it asks at most once. A
 // host that cannot be reached is retried in the background unless
 // require_all says otherwise; any other failure (authentication, missing
-// directory) ends the mount.
+// directory) ends the mount. With delay_connect nothing is dialled here
+// (see delayed).
 func connect(ctx context.Context, cfg *config.Config, log *slog.Logger) ([]*endpoint, error) {
 	var eps []*endpoint
 	for i, b := range cfg.Branches {
 		for _, h := range b.Hosts {
 			eps = append(eps, &endpoint{branch: i, conf: h})
 		}
+	}
+	if cfg.SSH.DelayConnect {
+		delayed(cfg, eps, log)
+		return eps, nil
 	}
 	if len(eps) == 1 {
 		e := eps[0]
@@ -195,6 +200,19 @@ func settle(ctx context.Context, cfg *config.Config, eps []*endpoint, log *slog.
 		}, e.err, log)
 	}
 	return nil
+}
+
+// delayed makes every endpoint connect at its first use (delay_connect),
+// each with its own connection. By then the mount has left the terminal,
+// so ssh cannot prompt: it runs in BatchMode.
+func delayed(cfg *config.Config, eps []*endpoint, log *slog.Logger) {
+	for _, e := range eps {
+		o := transportOptions(cfg, cfg.Branches[e.branch], e.conf, log)
+		o.NoPrompt = true
+		e.lazy = redial.OnFirstUse(e.hostName(), func(ctx context.Context) (*transport.Host, error) {
+			return transport.Dial(ctx, o)
+		}, cfg.SSH.Timeout, log)
+	}
 }
 
 // hostKeyFailure reports a dial refused for the host's key, which a prompt

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -101,7 +102,9 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	fo := fsOptions(cfg, ids, log)
 	fo.Changes = t.changes()
 	if len(eps) == 1 {
-		fo.MountPrefix = first.Root()
+		if first != nil { // nil with delay_connect, which has no transform_symlinks
+			fo.MountPrefix = first.Root()
+		}
 		fo.MountPrefixAt = cfg.Branches[eps[0].branch].Name
 		// One host numbers its files once: its inode numbers can be
 		// shown (those of several hosts would collide, and which file
@@ -125,7 +128,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	}
 	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
 		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests, requestMetrics: fo.Metrics, metrics: ms}
-	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
+	if err := verify(ctx, mp, cfg); err != nil {
 		m.unmount()
 		m.close()
 		return nil, err
@@ -164,6 +167,16 @@ func checkBranches(cfg *config.Config) error {
 	if cfg.Symlinks.Transform && (len(cfg.Branches) > 1 || len(cfg.Branches[0].Hosts) > 1) {
 		return config.Errorf(config.ExitUsage, "transform_symlinks works with one host only; this mount has %d branches", len(cfg.Branches))
 	}
+	if cfg.SSH.DelayConnect {
+		// Both need what the server says at mount, which delay_connect
+		// does not ask.
+		switch {
+		case cfg.Symlinks.Transform:
+			return config.Errorf(config.ExitUsage, "transform_symlinks needs the remote directory's path at mount; it does not go with delay_connect")
+		case cfg.IDMap.Mode == config.IDMapUser:
+			return config.Errorf(config.ExitUsage, "idmap=user needs the remote user's ids at mount; it does not go with delay_connect (idmap=file does)")
+		}
+	}
 	return nil
 }
 
@@ -192,22 +205,23 @@ func absolutize(cfg *config.Config) error {
 // fail fast, so that the set turns to another one at once.
 func transportOptions(cfg *config.Config, b config.Branch, e config.Endpoint, log *slog.Logger) transport.Options {
 	return transport.Options{
-		Host:       e.Host,
-		User:       e.User,
-		Port:       cfg.PortOf(e),
-		Dir:        b.Dir,
-		SSHCommand: cfg.SSH.Command,
-		SSHArgs:    cfg.SSHArgs(e),
-		Password:   cfg.SSH.Password,
-		SFTPServer: cfg.SSH.SFTPServer,
-		DirectPort: cfg.SSH.DirectPort,
-		Conns:      cfg.MaxConnsOf(e),
-		Timeout:    cfg.SSH.Timeout,
-		Reconnect:  cfg.SSH.Reconnect,
-		Logger:     log,
-		Dialer:     directDialer(e.Host, cfg.SSH.DirectPort),
-		FailFast:   len(b.Hosts) > 1,
-		OnDemand:   true,
+		Host:        e.Host,
+		User:        e.User,
+		Port:        cfg.PortOf(e),
+		Dir:         b.Dir,
+		SSHCommand:  cfg.SSH.Command,
+		SSHArgs:     cfg.SSHArgs(e),
+		Password:    cfg.SSH.Password,
+		SFTPServer:  cfg.SSH.SFTPServer,
+		DirectPort:  cfg.SSH.DirectPort,
+		Conns:       cfg.MaxConnsOf(e),
+		Timeout:     cfg.SSH.Timeout,
+		Reconnect:   cfg.SSH.Reconnect,
+		NoCheckRoot: cfg.SSH.NoCheckRoot,
+		Logger:      log,
+		Dialer:      directDialer(e.Host, cfg.SSH.DirectPort),
+		FailFast:    len(b.Hosts) > 1,
+		OnDemand:    true,
 	}
 }
 
@@ -313,8 +327,14 @@ func dialError(b config.Branch, e config.Endpoint, err error) error {
 	return config.Errorf(config.ExitConnect, "ssh to %s failed: %s", host, detail)
 }
 
-// verify checks that the mount answers a stat of its root within timeout.
-func verify(ctx context.Context, mp string, timeout time.Duration) error {
+// verify checks that the mount answers a stat of its root within the
+// timeout. With delay_connect it asks nothing: the stat would connect.
+// With no_check_root the root may be missing: any answer will do.
+func verify(ctx context.Context, mp string, cfg *config.Config) error {
+	if cfg.SSH.DelayConnect {
+		return nil
+	}
+	timeout := cfg.SSH.Timeout
 	done := make(chan error, 1)
 	go func() {
 		fi, err := os.Stat(mp)
@@ -325,7 +345,8 @@ func verify(ctx context.Context, mp string, timeout time.Duration) error {
 	}()
 	select {
 	case err := <-done:
-		if err != nil {
+		var errno syscall.Errno
+		if err != nil && !(cfg.SSH.NoCheckRoot && errors.As(err, &errno) && errno != syscall.ETIMEDOUT) {
 			return config.Errorf(config.ExitMount, "mount at %s does not answer: %v", mp, err)
 		}
 		return nil

@@ -105,3 +105,37 @@ func TestPasswordStdin(t *testing.T) {
 	none := sshfsm(t, 20*time.Second, args(mountpoint(t))...)
 	expectFailure(t, none, config.ExitUsage, "password_stdin: no password on standard input")
 }
+
+// TestPasswordStdinDelayConnect: with delay_connect, the password read
+// from standard input at mount answers ssh's prompt at the first access,
+// after the mount has left the terminal; the mount itself logs in nowhere.
+func TestPasswordStdinDelayConnect(t *testing.T) {
+	h, ssh := sshHost(t)
+	if err := os.WriteFile(filepath.Join(h.Dir, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logins := filepath.Join(dir, "logins")
+	const password = `pa ss"word$`
+	account := h.User + "@" + h.Addr
+	script := strings.NewReplacer("LOG", logins, "PASSWORD", `'`+password+`'`, "ACCOUNT", account).Replace(fakeSSH)
+	wrapper := filepath.Join(dir, "fake-ssh")
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountpoint(t)
+	r := sshfsmIn(t, 20*time.Second, password+"\n", append(append([]string(nil), ssh...),
+		"-o", "delay_connect,password_stdin,max_conns=1,ssh_command="+wrapper, h.Alias+":"+h.Dir, mnt)...)
+	if r.code != 0 {
+		t.Fatalf("mount: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(logins); len(b) != 0 {
+		t.Fatalf("logins at mount: %q, %v; want none", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(b) != "data" {
+		t.Fatalf("read through the mount: %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(logins); strings.Count(string(b), "login\n") != 1 {
+		t.Fatalf("logins after the first access: %q; want one", b)
+	}
+}

@@ -87,8 +87,11 @@ func (sb statusBranch) status() control.Branch {
 	for _, e := range sb.hosts {
 		h := e.currentHost()
 		if h == nil {
-			b.Hosts = append(b.Hosts, control.Host{Name: e.hostName(), State: control.StateReconnecting,
-				Detail: "unreachable: " + detailOf(e.lazy.LastError())})
+			detail := "unreachable: " + detailOf(e.lazy.LastError())
+			if e.lazy.LastError() == nil {
+				detail = "not connected yet: connects at the first access (delay_connect)"
+			}
+			b.Hosts = append(b.Hosts, control.Host{Name: e.hostName(), State: control.StateReconnecting, Detail: detail})
 			continue
 		}
 		if !resolved {

@@ -121,7 +121,8 @@ func TestDefaultsReachTransport(t *testing.T) {
 }
 
 // TestCheckBranches: transform_symlinks needs one host; a lone read-only
-// branch makes a read-only mount.
+// branch makes a read-only mount; delay_connect refuses what needs the
+// server at mount.
 func TestCheckBranches(t *testing.T) {
 	for _, c := range []struct {
 		args   []string
@@ -134,6 +135,9 @@ func TestCheckBranches(t *testing.T) {
 		{[]string{"h:/d:ro", "/m"}, false, true},
 		{[]string{"a:", "b:/d:ro", "/m"}, false, false},
 		{[]string{"web=h:/d:ro", "/m"}, false, false},
+		{[]string{"-o", "delay_connect,transform_symlinks", "h:/p", "/m"}, true, false},
+		{[]string{"-o", "delay_connect,idmap=user", "h:/p", "/m"}, true, false},
+		{[]string{"-o", "delay_connect,no_check_root", "a:", "b:", "/m"}, false, false},
 	} {
 		cfg, err := config.Parse(c.args)
 		if err != nil {

@@ -44,8 +44,13 @@ func compatDecls() []Option {
 		ignored("sshfs_sync", s, "Ignored: writes are sent without waiting for each reply; a write error is reported no later than the next fsync, flush or close of the file."),
 		ignored("no_readahead", s, "Ignored: sshfsm reads only what the kernel asks for (including the kernel's own readahead)."),
 		ignored("sync_readdir", s, "Ignored."),
-		ignored("delay_connect", s, "Ignored: sshfsm always connects before mounting, so that errors are reported by the mount command; a branch unreachable then is retried in the background when another one answers."),
-		ignored("no_check_root", s, "Ignored: the remote directory is always checked before mounting."),
+		flagOpt("delay_connect", s, "Mount at once and connect at the first access, as sshfs does (for fstab and automount while the network comes up). "+
+			"That access waits for the connection up to timeout= and fails, if it cannot connect, with ETIMEDOUT, EHOSTUNREACH (refused or no route), ENOENT (no remote directory) or EIO (authentication: see the log); "+
+			"later accesses try again, at most once a second (of several hosts, one that failed is left out until it answers, as one unreachable at mount). The mount has left the terminal by then, so ssh cannot prompt: it runs in BatchMode (use a key, an agent or password_stdin). "+
+			"Not with idmap=user or transform_symlinks, which need the server at mount.",
+			func(c *Config) { c.SSH.DelayConnect = true }),
+		flagOpt("no_check_root", s, "Do not check at mount that the remote directory exists: a missing one mounts, and accesses fail with ENOENT until it is created.",
+			func(c *Config) { c.SSH.NoCheckRoot = true }),
 		ignored("auto_cache", s, "Ignored."),
 		ignored("noauto_cache", s, "Ignored."),
 		flagOpt("auto_unmount", s, "Unmount when sshfsm ends, even killed (SIGKILL, the OOM killer), instead of leaving \"Transport endpoint is not connected\": as with libfuse, fusermount3 mounts and stays behind to unmount. Without it, sshfsm unmounts when it gets SIGINT or SIGTERM.",

@@ -150,6 +150,11 @@ type SSH struct {
 	MaxConns    int
 	Timeout     time.Duration
 	Reconnect   bool
+	// DelayConnect (delay_connect): mount without connecting; each host
+	// is dialled, without prompts, at the first access that needs it.
+	DelayConnect bool
+	// NoCheckRoot (no_check_root): a missing remote directory mounts.
+	NoCheckRoot bool
 	// PasswordStdin: password_stdin; the command reads Password from
 	// standard input before connecting.
 	PasswordStdin bool

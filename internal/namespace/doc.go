@@ -76,12 +76,15 @@
 // as absent: its names vanish, the other branches answer, and no call
 // waits for its timeout; creates avoid it. Remove, Rmdir and Rename do
 // not reach it either: a copy it holds of a name removed meanwhile
-// reappears when it comes back. The union implements remote.Health: Up
-// while any branch is up, and Changed fires when the set of branches that
-// are up changes (not on every reconnect of a host's channels), after
-// the union has dropped what it learned under the old set, so that the
-// layer above can drop its caches too. With no branch up, calls fail with
-// EIO.
+// reappears when it comes back. A branch whose lookup or listing fails
+// and that is down by then (a host lost during the call, or one that
+// failed its first dial) counts as absent for that call too; only when no
+// branch answers does the call fail, with that error. The union
+// implements remote.Health: Up while any branch is up, and Changed fires
+// when the set of branches that are up changes (not on every reconnect of
+// a host's channels), after the union has dropped what it learned under
+// the old set, so that the layer above can drop its caches too. With no
+// branch up, calls fail with EIO.
 //
 // # Grafts
 //

@@ -286,3 +286,81 @@ func TestReadDirOfVanishedDirectory(t *testing.T) {
 		t.Fatalf("ReadDir(d) after it went: %v, want ENOENT", err)
 	}
 }
+
+// failsOnce is a branch that is up until its first call, which fails with
+// EHOSTUNREACH and takes it down, as a delay_connect host whose first dial
+// fails does.
+type failsOnce struct{ *flaky }
+
+func (f failsOnce) fail() error {
+	if !f.Up() {
+		return nil
+	}
+	f.set(false)
+	return syscall.EHOSTUNREACH
+}
+
+func (f failsOnce) Lstat(ctx context.Context, p string) (remote.Attr, error) {
+	if err := f.fail(); err != nil {
+		return remote.Attr{}, err
+	}
+	return f.flaky.Lstat(ctx, p)
+}
+
+func (f failsOnce) ReadDir(ctx context.Context, p string) ([]remote.DirEntry, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.flaky.ReadDir(ctx, p)
+}
+
+// A branch that fails a call and is down by then counts as absent for
+// that call, as if it had been down before it: the other branches answer.
+// Only when no branch answers does the call fail, with its error.
+func TestBranchDownDuringCall(t *testing.T) {
+	ctx := ctxT(t)
+	union := func(down bool) (namespace.Namespace, []failsOnce) {
+		var brs []namespace.Branch
+		var fl []failsOnce
+		for i, spec := range [][]string{{"one=1", "d/", "d/x="}, {"two=2", "d/", "d/y="}} {
+			dir := t.TempDir()
+			plant(t, dir, spec...)
+			f := failsOnce{newFlaky(dial(t, "b", dir, false))}
+			if i == 0 || down {
+				brs = append(brs, namespace.Branch{Name: "b" + string(rune('1'+i)), Remote: f})
+			} else {
+				brs = append(brs, namespace.Branch{Name: "b2", Remote: f.flaky})
+			}
+			fl = append(fl, f)
+		}
+		ns, err := namespace.NewUnion(brs, namespace.UnionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Close() })
+		return ns, fl
+	}
+
+	ns, _ := union(false)
+	ents, err := ns.ReadDir(ctx, "")
+	if err != nil || !slices.Equal(names(ents), []string{"d", "two"}) {
+		t.Errorf("root with branch 1 failing and going down: %v, %v; want branch 2's names", names(ents), err)
+	}
+	ns, _ = union(false)
+	if a, err := ns.Lstat(ctx, "d/y"); err != nil || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		t.Errorf("Lstat(d/y) with branch 1 failing and going down: %+v, %v", a, err)
+	}
+	ns, _ = union(false)
+	if _, err := ns.Lstat(ctx, "one"); errnoOf(err) != syscall.ENOENT {
+		t.Errorf("Lstat(one) with its branch failing and going down: %v, want ENOENT as when it was down", err)
+	}
+
+	ns, _ = union(true)
+	if _, err := ns.ReadDir(ctx, ""); errnoOf(err) != syscall.EHOSTUNREACH {
+		t.Errorf("root with every branch failing: %v, want EHOSTUNREACH", err)
+	}
+	ns, _ = union(true)
+	if _, err := ns.Lstat(ctx, "d/x"); errnoOf(err) != syscall.EHOSTUNREACH {
+		t.Errorf("Lstat(d/x) with every branch failing: %v, want EHOSTUNREACH", err)
+	}
+}

@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +74,8 @@ func absent(err error) bool {
 // probe lstats p in the branches of in, in parallel, and answers as soon
 // as mode's question is decided; the other requests are cancelled. An
 // error other than absence from a branch that could decide the answer is
-// returned: its copy might have won.
+// returned: its copy might have won. A branch that fails and is down by
+// then counts as absent (wentDown), unless no branch answered at all.
 func (u *union) probe(ctx context.Context, in set, p string, mode probeMode) (*copies, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -91,6 +93,8 @@ func (u *union) probe(ctx context.Context, in set, p string, mode probeMode) (*c
 	}
 	c := &copies{asked: in, attr: make([]remote.Attr, len(u.br))}
 	errs := make([]error, len(u.br))
+	var downErr error // of a branch that went down
+	answered := false // by some branch, with attributes or absence
 	pending := in
 	for pending != 0 {
 		var a answer
@@ -102,17 +106,28 @@ func (u *union) probe(ctx context.Context, in set, p string, mode probeMode) (*c
 		pending = pending.without(a.i)
 		switch {
 		case a.err == nil:
+			answered = true
 			c.has = c.has.with(a.i)
 			c.attr[a.i] = a.a
 			if a.a.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 				c.dirs = c.dirs.with(a.i)
 			}
-		case !absent(a.err):
+		case absent(a.err):
+			answered = true
+		case u.wentDown(a.i):
+			downErr = cmp.Or(downErr, a.err)
+		default:
 			errs[a.i] = a.err
 		}
 		if done, err := c.decided(pending, errs, mode); done {
+			if err == nil && !answered && downErr != nil {
+				return nil, downErr
+			}
 			return c, err
 		}
+	}
+	if !answered && downErr != nil {
+		return nil, downErr
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -229,7 +230,9 @@ func (u *union) ReadDir(ctx context.Context, dir string) ([]remote.DirEntry, err
 }
 
 // readDirs lists dir in the branches of in, by branch; a branch where dir
-// has gone contributes nil. The first other error ends the call at once.
+// has gone contributes nil, and so does one that fails and is down by then
+// (see wentDown), unless no branch answered at all. The first other error
+// ends the call at once.
 func (u *union) readDirs(ctx context.Context, in set, dir string) ([][]remote.DirEntry, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -246,6 +249,8 @@ func (u *union) readDirs(ctx context.Context, in set, dir string) ([][]remote.Di
 		}()
 	}
 	lists := make([][]remote.DirEntry, len(u.br))
+	var downErr error // of a branch that went down
+	answered := false // by some branch, with a listing or absence
 	for range in.len() {
 		var a answer
 		select {
@@ -259,12 +264,26 @@ func (u *union) readDirs(ctx context.Context, in set, dir string) ([][]remote.Di
 			if lists[a.i] == nil {
 				lists[a.i] = []remote.DirEntry{}
 			}
-		case !absent(a.err):
+			answered = true
+		case absent(a.err):
+			answered = true
+		case u.wentDown(a.i):
+			downErr = cmp.Or(downErr, a.err)
+		default:
 			return nil, a.err
 		}
 	}
+	if downErr != nil && !answered {
+		return nil, downErr
+	}
 	return lists, nil
 }
+
+// wentDown reports whether branch i, whose call failed, is down now: a
+// host that failed its first dial (delay_connect) or was lost during the
+// call. Its failure then counts as absence, as if it had been down before
+// the call, rather than failing the call that found it down.
+func (u *union) wentDown(i int) bool { return !u.br[i].up() }
 
 // StatFS adds up the filesystems of the branches that are up, each
 // distinct filesystem once.

@@ -10,7 +10,7 @@ var _ remote.NodeMaker = (*Remote)(nil)
 
 // Mknod creates a special file through the connected host.
 func (r *Remote) Mknod(ctx context.Context, p string, mode, dev uint32) error {
-	t, err := r.remote()
+	t, err := r.remote(ctx)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ var _ remote.LinkAttrSetter = (*Remote)(nil)
 
 // SetLinkAttr changes a link's own attributes through the connected host.
 func (r *Remote) SetLinkAttr(ctx context.Context, p string, a remote.SetAttr) error {
-	t, err := r.remote()
+	t, err := r.remote(ctx)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,11 @@ type Options struct {
 	// of a fresh mount, and work that one channel carries well (a walk, a
 	// single file's reads) never needs them.
 	OnDemand bool
+	// NoCheckRoot (no_check_root) lets Dial and RemoteAt succeed when Dir
+	// does not exist or is not a directory: the root is then Dir made
+	// absolute against the remote home, and requests below it fail as the
+	// server answers them.
+	NoCheckRoot bool
 	// ReplayLimit bounds the bytes of acknowledged writes each open file
 	// keeps to replay after a reconnect (see fileLog); past it the file
 	// is synced. 0 = DefaultReplayLimit.
@@ -187,19 +193,12 @@ func (h *Host) resolveRoot(ctx context.Context, c *channel) error {
 		if home, err := c.client.Stat("."); err == nil {
 			h.uid, h.gid, h.uidOK = statOf(home).UID, statOf(home).GID, true
 		}
-		root, err := c.client.RealPath(dir)
-		if err != nil {
-			return err
-		}
-		fi, err := c.client.Stat(root)
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
+		root, notDir, err := realDir(c, dir, h.o.NoCheckRoot)
+		if err == nil && notDir {
 			return syscall.ENOTDIR
 		}
 		h.root = root
-		return nil
+		return err
 	}, nil)
 	switch {
 	case err == nil:
@@ -414,17 +413,13 @@ func (h *Host) RemoteAt(ctx context.Context, dir string) (remote.Remote, error) 
 		dir = "."
 	}
 	var root string
-	isDir := false
+	notDir := false
 	err := h.do(ctx, idempotent, func(c *channel) error {
 		var err error
-		if root, err = c.client.RealPath(dir); err != nil {
-			return err
-		}
-		fi, err := c.client.Stat(root)
-		isDir = err == nil && fi.IsDir()
+		root, notDir, err = realDir(c, dir, h.o.NoCheckRoot)
 		return err
 	})
-	if err == nil && !isDir {
+	if err == nil && notDir {
 		err = syscall.ENOTDIR // not from the transport: outside do's retries
 	}
 	switch {
@@ -436,6 +431,31 @@ func (h *Host) RemoteAt(ctx context.Context, dir string) (remote.Remote, error) 
 		return nil, &DialError{Kind: ErrNotDir, Host: h.o.Host, Detail: fmt.Sprintf("%s: %v", dir, err)}
 	}
 	return nil, &DialError{Kind: ErrSSH, Host: h.o.Host, Detail: fmt.Sprintf("%s: %v", dir, err)}
+}
+
+// realDir resolves dir (relative: below the remote home) to an absolute
+// path and reports whether it is not a directory; err is the server's
+// answer. With noCheck nothing is checked: a dir that is missing resolves
+// all the same (joined to the home when the server cannot resolve it).
+func realDir(c *channel, dir string, noCheck bool) (root string, notDir bool, err error) {
+	root, err = c.client.RealPath(dir)
+	switch {
+	case err != nil && noCheck && errors.Is(err, fs.ErrNotExist):
+		if path.IsAbs(dir) {
+			return path.Clean(dir), false, nil
+		}
+		if root, err = c.client.RealPath("."); err != nil {
+			return "", false, err
+		}
+		return path.Join(root, dir), false, nil
+	case err != nil || noCheck:
+		return root, false, err
+	}
+	fi, err := c.client.Stat(root)
+	if err != nil {
+		return "", false, err
+	}
+	return root, !fi.IsDir(), nil
 }
 
 // RemoteUser returns the owner of the remote home directory.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"math/rand"
 	"net"
 	"os"
@@ -224,5 +225,58 @@ func TestGrowPipe(t *testing.T) {
 	}
 	if flags&unix.O_NONBLOCK == 0 {
 		t.Error("growPipe made the pipe blocking")
+	}
+}
+
+// TestNoCheckRoot: with NoCheckRoot, Dial and RemoteAt accept a remote
+// directory that does not exist, absolute or below the home, and a file;
+// requests below a missing one fail with ENOENT until it exists.
+func TestNoCheckRoot(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	if err := os.WriteFile(filepath.Join(th.Dir, "file"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(th.Dir, "later", "deeper")
+	for _, c := range []struct{ dir, root string }{
+		{missing, missing},
+		{"sshfsm-test-missing/x", filepath.Join(home, "sshfsm-test-missing/x")},
+		{filepath.Join(th.Dir, "file"), filepath.Join(th.Dir, "file")},
+	} {
+		o := sshOptions(th)
+		o.Dir, o.NoCheckRoot = c.dir, true
+		h, err := Dial(context.Background(), o)
+		if err != nil {
+			t.Fatalf("Dial(%s) with NoCheckRoot: %v", c.dir, err)
+		}
+		if h.Root() != c.root {
+			t.Errorf("Dial(%s): root %s, want %s", c.dir, h.Root(), c.root)
+		}
+		if r, err := h.RemoteAt(bg, c.dir); err != nil || RootOf(r) != c.root {
+			t.Errorf("RemoteAt(%s) with NoCheckRoot: root %q, %v; want %s", c.dir, RootOf(r), err, c.root)
+		}
+		h.Close()
+	}
+	o := sshOptions(th)
+	o.Dir, o.NoCheckRoot = missing, true
+	h, err := Dial(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := h.Remote().Lstat(bg, "f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("lstat below a missing root: %v, want ENOENT", err)
+	}
+	if err := os.MkdirAll(missing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(missing, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := h.Remote().Lstat(bg, "f"); err != nil || a.Size != 5 {
+		t.Fatalf("lstat once the root exists: %+v, %v", a, err)
 	}
 }

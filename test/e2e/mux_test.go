@@ -31,9 +31,10 @@ func muxMount(t *testing.T, first *testenv.Host, args ...string) (*Mount, string
 	if err := os.Mkdir(m.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	bin := binary(t) // building it first is not part of the wait
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary(t), append(args, m.Dir)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, append(args, m.Dir)...).CombinedOutput()
 	if err != nil || !testenv.MountedAt(m.Dir) {
 		t.Fatalf("sshfsm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
