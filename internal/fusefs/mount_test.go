@@ -38,6 +38,7 @@ func defaultOpts() Options {
 // the remote (to inject faults).
 func mountWith(t *testing.T, o Options, wrap func(remote.Remote) remote.Remote) *testMount {
 	t.Helper()
+	testenv.RequireFUSE(t)
 	tm := &testMount{dir: t.TempDir(), mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	r := newRemote(t, tm.dir)
 	if wrap != nil {
