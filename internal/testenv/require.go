@@ -45,8 +45,8 @@ func SkipShort(t testing.TB, why string) {
 }
 
 // RequireSSHD skips the test under -short, and where sshd, sftp-server or
-// ssh is missing (failing it under CI instead). StartHost and StartHosts
-// call it; a test that calls Start itself calls it first.
+// ssh is missing (failing it under CI instead). StartHost, StartHostWith
+// and StartHosts call it; a test that calls Start itself calls it first.
 func RequireSSHD(t testing.TB) {
 	t.Helper()
 	SkipShort(t, "a test that starts OpenSSH hosts")
