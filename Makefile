@@ -34,7 +34,7 @@ install:
 test:
 	bash scripts/test.sh
 
-# The quick tier, in under a minute: the unit tests over the in-process
+# The quick tier, in about a minute: the unit tests over the in-process
 # SFTP server, without sshd, FUSE mounts, long fault runs or the race
 # detector, and without installing anything.
 test-short:
