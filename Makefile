@@ -1,10 +1,10 @@
-# Targets: build, install, test, lint, fuzz, bench, demo, demo-stop, man, docs, clean.
+# Targets: build, install, test, test-short, lint, fuzz, bench, demo, demo-stop, man, docs, clean.
 # `make test` is scripts/test.sh: the same checks run locally and in CI.
 
 GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build install test lint fuzz bench demo demo-stop man docs clean
+.PHONY: all build install test test-short lint fuzz bench demo demo-stop man docs clean
 
 # Where make install puts things; DESTDIR is prepended (packaging).
 PREFIX ?= /usr/local
@@ -33,6 +33,12 @@ install:
 
 test:
 	bash scripts/test.sh
+
+# The quick tier, in about a minute: the unit tests over the in-process
+# SFTP server, without sshd, FUSE mounts, long fault runs or the race
+# detector, and without installing anything.
+test-short:
+	$(GO) test -short -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-ed (run gofmt -w):"; echo "$$out"; exit 1; fi

@@ -32,17 +32,12 @@ func fishHost(t *testing.T) *testenv.Host {
 		why = "fish is not installed (scripts/test.sh installs it)"
 	}
 	switch {
-	case why != "" && os.Getenv("CI") != "":
+	case why != "" && testenv.InCI():
 		t.Fatal(why)
 	case why != "":
 		t.Skip(why)
 	}
-	h, err := testenv.Start(testenv.Options{Addr: "127.0.0.2", LoginShell: "fish"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
+	return testenv.StartHostWith(t, testenv.Options{Addr: "127.0.0.2", LoginShell: "fish"})
 }
 
 // With fish as the login shell, the remote commands a mount runs (the

@@ -36,7 +36,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		bin.path = filepath.Join(dir, "sshfsm")
-		out, err := exec.Command("go", "build", "-o", bin.path, ".").CombinedOutput()
+		out, err := testenv.GoCommand("build", "-o", bin.path, ".").CombinedOutput()
 		if err != nil {
 			bin.err = errors.New(string(out))
 		}
@@ -131,12 +131,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"h:", "/proc"}, config.ExitMountpoint,
 			"is already a mountpoint (proc); unmount it first (umount /proc) or give another directory"},
 		{[]string{"-f", "h:", "/proc"}, config.ExitMountpoint, "is already a mountpoint"},
-		{[]string{"-o", "idmap=file,uidfile=" + file + "x", "h:", dir}, config.ExitUsage, "idmap:"},
 	}
 	for _, tc := range cases {
 		r := sshfsm(t, 10*time.Second, tc.args...)
 		expectFailure(t, r, tc.code, tc.want)
 	}
+	// The id map files are read after the FUSE device is checked.
+	testenv.RequireFUSEDevice(t)
+	r := sshfsm(t, 10*time.Second, "-o", "idmap=file,uidfile="+file+"x", "h:", dir)
+	expectFailure(t, r, config.ExitUsage, "idmap:")
 }
 
 func TestInformational(t *testing.T) {
@@ -180,6 +183,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestConnectionRefused(t *testing.T) {
+	testenv.RequireFUSEDevice(t)
 	port := freePort(t)
 	for _, fg := range []string{"-o", "-f"} {
 		args := []string{"-p", strconv.Itoa(port), "-o", "BatchMode=yes", "127.0.0.1:", t.TempDir()}
@@ -202,6 +206,7 @@ func TestConnectionRefused(t *testing.T) {
 // behind a dead link does; the mount gives up within its timeout. Only
 // loopback is used: tests never send traffic elsewhere.
 func TestUnreachable(t *testing.T) {
+	testenv.RequireFUSEDevice(t)
 	port := silentPeer(t)
 	r := sshfsm(t, 20*time.Second, "-p", port, "-o", "timeout=2,BatchMode=yes", "127.0.0.1:", t.TempDir())
 	expectFailure(t, r, config.ExitConnect, "cannot connect to 127.0.0.1")
@@ -243,13 +248,14 @@ func silentPeer(t *testing.T) string {
 }
 
 func TestCheckFUSE(t *testing.T) {
-	if err := checkFUSE(fuseDevice); err != nil {
-		t.Fatalf("%s: %v (the machine's FUSE device should be usable for these tests)", fuseDevice, err)
-	}
 	err := checkFUSE(filepath.Join(t.TempDir(), "no-fuse"))
 	var ce *config.Error
 	if !errors.As(err, &ce) || ce.Code != config.ExitMount || !strings.Contains(err.Error(), "modprobe fuse") {
 		t.Errorf("missing device: %v, want exit %d and a hint", err, config.ExitMount)
+	}
+	testenv.RequireFUSEDevice(t)
+	if err := checkFUSE(fuseDevice); err != nil {
+		t.Fatalf("%s: %v (the machine's FUSE device should be usable for these tests)", fuseDevice, err)
 	}
 }
 

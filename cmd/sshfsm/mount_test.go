@@ -351,6 +351,7 @@ func TestDeadMountpoint(t *testing.T) {
 // TestSignalWhileConnecting: SIGTERM ends sshfsm -f even while the server
 // does not answer.
 func TestSignalWhileConnecting(t *testing.T) {
+	testenv.RequireFUSEDevice(t)
 	port := silentPeer(t)
 	mnt := mountpoint(t)
 	cmd := exec.Command(binary(t), "-f", "-p", port, "-o", "ConnectTimeout=60,BatchMode=yes", "127.0.0.1:", mnt)
@@ -532,6 +533,7 @@ dir = %q
 // background process too: the command reports the interruption, and
 // nothing is mounted later.
 func TestSignalToMountCommandWhileConnecting(t *testing.T) {
+	testenv.RequireFUSEDevice(t)
 	port := silentPeer(t)
 	mnt := mountpoint(t)
 	cmd := exec.Command(binary(t), "-p", port, "-o", "ConnectTimeout=60,BatchMode=yes", "127.0.0.1:", mnt)

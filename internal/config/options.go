@@ -2,8 +2,11 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"sshfsm/internal/defaults"
 )
 
 // Options returns the declaration of every -o option, in documentation order.
@@ -34,10 +37,10 @@ func connectionOptions() []Option {
 		intOpt("directport", "PORT", "", s, 1, 65535,
 			"Connect with plain TCP to an sftp-server listening on PORT of the host, without ssh and without encryption.",
 			func(c *Config, n int) { c.SSH.DirectPort = n }),
-		intOpt("max_conns", "N", "4", s, 1, maxConnsLimit,
+		intOpt("max_conns", "N", strconv.Itoa(defaults.Conns), s, 1, maxConnsLimit,
 			"Number of SFTP channels (ssh connections) per host; requests are spread over them. The first opens at mount, the others when work queues up or a large read can be split.",
 			func(c *Config, n int) { c.SSH.MaxConns = n }),
-		secondsOpt("timeout", "30", s, true,
+		secondsOpt("timeout", seconds(defaults.Timeout), s, true,
 			"Limit of every request to the server; when it passes, the operation fails with ETIMEDOUT (Connection timed out) instead of hanging, and the channel is replaced.",
 			func(c *Config, d time.Duration) { c.SSH.Timeout = d }),
 		withNot(withDefault(flagOpt("reconnect", s,
@@ -166,15 +169,15 @@ func atimeOptions() []Option {
 func cacheOptions() []Option {
 	s := SecCache
 	return []Option{
-		secondsOpt("attr_timeout", "20", s, false, "How long file attributes are trusted.",
+		secondsOpt("attr_timeout", seconds(defaults.CacheTimeout), s, false, "How long file attributes are trusted.",
 			func(c *Config, d time.Duration) { c.Cache.AttrTimeout = d }),
-		secondsOpt("entry_timeout", "20", s, false, "How long the name-to-file association of a lookup is trusted.",
+		secondsOpt("entry_timeout", seconds(defaults.CacheTimeout), s, false, "How long the name-to-file association of a lookup is trusted.",
 			func(c *Config, d time.Duration) { c.Cache.EntryTimeout = d }),
-		secondsOpt("negative_timeout", "20", s, false, "How long a name that was not found is remembered as missing.",
+		secondsOpt("negative_timeout", seconds(defaults.CacheTimeout), s, false, "How long a name that was not found is remembered as missing.",
 			func(c *Config, d time.Duration) { c.Cache.NegativeTimeout = d }),
-		secondsOpt("dcache_timeout", "20", s, false, "How long directory listings are trusted.",
+		secondsOpt("dcache_timeout", seconds(defaults.CacheTimeout), s, false, "How long directory listings are trusted.",
 			func(c *Config, d time.Duration) { c.Cache.DirCacheTimeout = d }),
-		intOpt("prefetch_depth", "N", "6", s, 0, 16,
+		intOpt("prefetch_depth", "N", strconv.Itoa(defaults.PrefetchDepth), s, 0, 16,
 			"List subdirectories ahead of a walk (find, git status, builds) in the background: one level below a directory read, N levels once the walk uses what was listed ahead; 0 turns this off.",
 			func(c *Config, n int) { c.Cache.PrefetchDepth = n }),
 		secondsOpt("cache_timeout", "", s, false, "Set attr_timeout, entry_timeout, negative_timeout and dcache_timeout at once.",

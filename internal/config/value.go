@@ -67,6 +67,9 @@ func parseSeconds(v string, positive bool) (time.Duration, error) {
 	return time.Duration(f * float64(time.Second)), nil
 }
 
+// seconds writes d as parseSeconds reads it, e.g. "30" or "0.5".
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+
 // splitOptions splits the argument of -o at commas; a comma preceded by a
 // backslash belongs to the value, as with libfuse.
 func splitOptions(s string) []string {

@@ -49,6 +49,7 @@ func dialSSH(t *testing.T, th *testenv.Host) *transport.Host {
 // mountNS mounts ns; dir is where the test reads what the mount serves.
 func mountNS(t *testing.T, dir string, ns namespace.Namespace, o Options) *testMount {
 	t.Helper()
+	testenv.RequireFUSE(t)
 	tm := &testMount{dir: dir, mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	o.Logger = slog.New(slog.NewTextHandler(tm.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := Mount(tm.mnt, ns, o, MountOptions{FsName: "test", Subtype: "sshfsm"})
@@ -255,11 +256,7 @@ func TestBulkNotForASingleLook(t *testing.T) {
 
 // A host that runs no commands is walked directory by directory.
 func TestBulkFallback(t *testing.T) {
-	th, err := testenv.Start(testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer th.Close()
+	th := testenv.StartHostWith(t, testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
 	dirs := walkTree(t, filepath.Join(th.Dir, "proj"), 6, 9)
 	walkTree(t, filepath.Join(th.Dir, "more"), 3, 0)
 	tm, h := mountSSH(t, th, walkOpts())

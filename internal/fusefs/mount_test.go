@@ -10,6 +10,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"sshfsm/internal/defaults"
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/remote"
 	"sshfsm/internal/testenv"
@@ -25,11 +26,12 @@ type testMount struct {
 	logs     *testenv.LogBuffer
 }
 
-// defaultOpts are the options the CLI chooses by default.
+// defaultOpts are the options the CLI chooses by default, without its
+// prefetching and request timeout.
 func defaultOpts() Options {
 	return Options{
-		AttrTimeout: 20 * time.Second, EntryTimeout: 20 * time.Second,
-		NegativeTimeout: 20 * time.Second, DirCacheTimeout: 20 * time.Second,
+		AttrTimeout: defaults.CacheTimeout, EntryTimeout: defaults.CacheTimeout,
+		NegativeTimeout: defaults.CacheTimeout, DirCacheTimeout: defaults.CacheTimeout,
 		ContainSymlinks: true,
 	}
 }
@@ -38,6 +40,7 @@ func defaultOpts() Options {
 // the remote (to inject faults).
 func mountWith(t *testing.T, o Options, wrap func(remote.Remote) remote.Remote) *testMount {
 	t.Helper()
+	testenv.RequireFUSE(t)
 	tm := &testMount{dir: t.TempDir(), mnt: t.TempDir(), logs: &testenv.LogBuffer{}}
 	r := newRemote(t, tm.dir)
 	if wrap != nil {

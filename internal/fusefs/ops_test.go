@@ -23,6 +23,7 @@ import (
 // to count the requests the kernel sends.
 func mountDebug(t *testing.T) (*testMount, *testenv.LogBuffer) {
 	t.Helper()
+	testenv.RequireFUSE(t)
 	dir, mnt := t.TempDir(), t.TempDir()
 	fsys := newFilesys(namespace.Single(newRemote(t, dir)), defaultOpts())
 	o := fsys.fsOptions(MountOptions{FsName: "test", Subtype: "sshfsm", Debug: true})

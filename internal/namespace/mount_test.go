@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"sshfsm/internal/defaults"
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/namespace"
 	"sshfsm/internal/testenv"
@@ -24,9 +25,9 @@ func mount(t *testing.T, ns namespace.Namespace) (string, *testenv.LogBuffer) {
 	testenv.RequireFUSE(t)
 	mnt, logs := t.TempDir(), &testenv.LogBuffer{}
 	o := fusefs.Options{
-		AttrTimeout: 20 * time.Second, EntryTimeout: 20 * time.Second,
-		NegativeTimeout: 20 * time.Second, DirCacheTimeout: 20 * time.Second,
-		PrefetchDepth: 6, ContainSymlinks: true,
+		AttrTimeout: defaults.CacheTimeout, EntryTimeout: defaults.CacheTimeout,
+		NegativeTimeout: defaults.CacheTimeout, DirCacheTimeout: defaults.CacheTimeout,
+		PrefetchDepth: defaults.PrefetchDepth, ContainSymlinks: true,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	srv, err := fusefs.Mount(mnt, ns, o, fusefs.MountOptions{FsName: "union", Subtype: "sshfsm"})

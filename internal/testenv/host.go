@@ -77,8 +77,13 @@ func Start(o Options) (*Host, error) {
 	if o.Alias == "" {
 		o.Alias = "sshfsm-test-" + strings.NewReplacer(".", "-", ":", "-").Replace(o.Addr)
 	}
-	if _, err := os.Stat(SSHD); err != nil {
-		return nil, fmt.Errorf("testenv: %s not found: install openssh-server (scripts/test.sh does)", SSHD)
+	if Short() {
+		// A test that forgot RequireSSHD fails here, rather than making
+		// the quick tier slow or dependent on sshd.
+		return nil, errors.New("testenv: a test run with -short starts no sshd: call RequireSSHD first")
+	}
+	if err := executable(SSHD); err != nil {
+		return nil, fmt.Errorf("testenv: %v: install openssh-server (scripts/test.sh does)", err)
 	}
 	sftpServer, err := findSFTPServer()
 	if err != nil {

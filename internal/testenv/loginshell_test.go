@@ -21,11 +21,7 @@ func TestLoginShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Start(Options{Addr: "127.0.0.2", LoginShell: "fish"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
+	h := StartHostWith(t, Options{Addr: "127.0.0.2", LoginShell: "fish"})
 	// fish knows $version; sh does not, and has no "; and".
 	out, err := sshCmd(t, "", "ssh", append(h.SSHArgs(), h.Alias, "set -q version; and echo fish $HOME")...)
 	if err != nil || strings.TrimSpace(out) != "fish "+h.Home() {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"sshfsm/internal/mountinfo"
@@ -50,6 +51,7 @@ func run(m *testing.M) int {
 	_ = os.Setenv("TMPDIR", tmp)
 	// Mounts started by the tests keep their disk caches in the run's
 	// directory, never the user's.
+	userCacheHome, userCacheHomeSet = os.LookupEnv("XDG_CACHE_HOME")
 	_ = os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
 
 	flag.Parse() // so that abortBeforeTimeout sees -test.timeout
@@ -72,6 +74,29 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// XDG_CACHE_HOME as Main found it, for GoCommand.
+var (
+	userCacheHome    string
+	userCacheHomeSet bool
+)
+
+// GoCommand returns a go command for a test to run, e.g. the build of the
+// binary under test. It finds the user's build cache: Main points
+// XDG_CACHE_HOME at the run's directory, where go would find an empty
+// cache and compile every package again, minutes on a loaded machine.
+func GoCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if userCacheHomeSet {
+		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+userCacheHome)
+	}
+	return cmd
 }
 
 // Leaks lists, one line each, the hosts not closed, the mounts below dir and

@@ -48,12 +48,10 @@ func TestLeakHelper(t *testing.T) {
 }
 
 func TestMainFailsOnLeaks(t *testing.T) {
+	RequireSSHD(t)
 	mode := "nofuse"
-	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err == nil {
-		f.Close()
-		if _, err := exec.LookPath("fusermount3"); err == nil {
-			mode = "fuse"
-		}
+	if fuseMissing() == "" {
+		mode = "fuse"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

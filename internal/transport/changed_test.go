@@ -65,11 +65,9 @@ func TestListChanged(t *testing.T) {
 
 // A host that runs no commands cannot list changes.
 func TestListChangedUnsupported(t *testing.T) {
-	th, err := testenv.Start(testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
-	must(t, err)
-	defer th.Close()
+	th := testenv.StartHostWith(t, testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
 	h := dialSSH(t, th, nil)
-	err = h.Remote().(remote.ChangeLister).ListChanged(bg, "", time.Hour, func(string, time.Duration) { t.Error("reported a path") })
+	err := h.Remote().(remote.ChangeLister).ListChanged(bg, "", time.Hour, func(string, time.Duration) { t.Error("reported a path") })
 	if !errors.Is(err, remote.ErrTreeUnsupported) {
 		t.Errorf("SFTP-only host: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"sshfsm/internal/defaults"
 	"sshfsm/internal/inflight"
 	"sshfsm/internal/remote"
 )
@@ -35,8 +36,8 @@ type Options struct {
 	Password   string
 	SFTPServer string        // sftp_server=: run this remote command instead of the subsystem
 	DirectPort int           // directport=: plain TCP to an sftp-server, no ssh
-	Conns      int           // max_conns: SFTP channels per host; 0 = DefaultConns
-	Timeout    time.Duration // per-request limit; after it the call fails and the channel is recycled; 0 = DefaultTimeout
+	Conns      int           // max_conns: SFTP channels per host; 0 = defaults.Conns
+	Timeout    time.Duration // per-request limit; after it the call fails and the channel is recycled; 0 = defaults.Timeout
 	Reconnect  bool
 	Logger     *slog.Logger
 	// Dialer, when set, replaces the ssh process: it returns the two ends of
@@ -68,12 +69,6 @@ type Options struct {
 	// is synced. 0 = DefaultReplayLimit.
 	ReplayLimit int64
 }
-
-// Defaults for zero Options fields.
-const (
-	DefaultConns   = 2
-	DefaultTimeout = 20 * time.Second
-)
 
 // Reconnect backoff: first retry at once, then minBackoff doubling to maxBackoff.
 const (
@@ -157,10 +152,10 @@ func Dial(ctx context.Context, o Options) (*Host, error) {
 
 func newHost(o Options) *Host {
 	if o.Conns <= 0 {
-		o.Conns = DefaultConns
+		o.Conns = defaults.Conns
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
+		o.Timeout = defaults.Timeout
 	}
 	if o.ReplayLimit <= 0 {
 		o.ReplayLimit = DefaultReplayLimit

@@ -262,9 +262,7 @@ func TestListTreeSkipsUnreadableDirectories(t *testing.T) {
 }
 
 func TestListTreeUnsupported(t *testing.T) {
-	th, err := testenv.Start(testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
-	must(t, err)
-	defer th.Close()
+	th := testenv.StartHostWith(t, testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
 	h := dialSSH(t, th, nil)
 	must(t, os.Mkdir(filepath.Join(th.Dir, "d"), 0o755))
 	r := h.Remote().(remote.TreeLister)

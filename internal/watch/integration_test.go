@@ -303,11 +303,7 @@ func TestWithoutInotifywait(t *testing.T) {
 
 // A server that gives SFTP and no shell cannot run the watcher.
 func TestSFTPOnlyServer(t *testing.T) {
-	th, err := testenv.Start(testenv.Options{Addr: "127.0.0.2", SFTPOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(th.Close)
+	th := testenv.StartHostWith(t, testenv.Options{Addr: "127.0.0.2", SFTPOnly: true})
 	rg := newRig(t, th, cacheFor, Options{})
 	st := rg.waitState(t, Off, 10*time.Second)
 	if !strings.Contains(st.Detail, "SFTP only") {

@@ -618,11 +618,7 @@ func TestSpecialFilesWithoutCommands(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("device nodes and chown need root")
 	}
-	h, err := testenv.Start(testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
+	h := testenv.StartHostWith(t, testenv.Options{Addr: "127.0.0.3", SFTPOnly: true})
 	m := mount(t, h, mountSpec{opts: []string{"default_permissions"}})
 	if err := unix.Mkfifo(m.Path("fifo"), 0o600); err != unix.EPERM {
 		t.Errorf("mkfifo = %v, want EPERM", err)

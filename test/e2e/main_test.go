@@ -40,9 +40,11 @@ var build struct {
 }
 
 // binary returns the mount binary, building ./cmd/sshfsm on first use into
-// the run's temporary directory.
+// the run's temporary directory. Every test here runs it, so this is where
+// the package leaves the quick tier (-short).
 func binary(t testing.TB) string {
 	t.Helper()
+	testenv.SkipShort(t, "an end-to-end test of the sshfsm binary")
 	build.once.Do(func() {
 		if p := os.Getenv(binEnv); p != "" {
 			build.path, build.err = exec.LookPath(p)
@@ -56,7 +58,7 @@ func binary(t testing.TB) string {
 		build.path = filepath.Join(dir, "sshfsm")
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
-		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/sshfsm")
+		cmd := testenv.GoCommand("build", "-o", build.path, "./cmd/sshfsm")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build ./cmd/sshfsm: %v\n%s", err, out)
