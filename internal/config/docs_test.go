@@ -183,7 +183,15 @@ func TestExamplesParse(t *testing.T) {
 	if n < 5 {
 		t.Errorf("README.md shows %d sshfsm mount commands in its sh blocks, expected at least 5", n)
 	}
+	// A user's first page: what the full references (man page, options.md)
+	// hold does not belong in it.
+	if len(readme) > readmeMaxBytes {
+		t.Errorf("README.md is %d bytes, more than %d: move detail to docs/", len(readme), readmeMaxBytes)
+	}
 }
+
+// readmeMaxBytes is the README's size limit, 16 KiB.
+const readmeMaxBytes = 16 << 10
 
 // readmeCommands returns the sshfsm command lines of the ```sh blocks of a
 // Markdown text, split into words, comments removed.
