@@ -23,6 +23,7 @@ import (
 	"sshfsm/internal/fusefs"
 	"sshfsm/internal/idmap"
 	"sshfsm/internal/inflight"
+	"sshfsm/internal/mountinfo"
 	"sshfsm/internal/transport"
 )
 
@@ -37,6 +38,13 @@ type mounted struct {
 	status      *control.Server     // answers sshfsm status; nil without
 	autoUnmount bool                // mounted with auto_unmount: unmount with fusermount3
 	requests    *inflight.Table     // the FUSE requests being answered
+	// ended is closed when the kernel ends the FUSE connection, which
+	// may be long before server.Wait returns (fusefs.Options.Ended).
+	ended chan struct{}
+	// dev is the mount's device (major:minor) in /proc/self/mountinfo,
+	// "" if not found: what is mounted at the mountpoint later is this
+	// mount only if it has this device.
+	dev string
 	// logSink is where the log goes once serving, for sshfsm status.
 	logSink atomic.Pointer[logSink]
 	// early is a stop signal that arrived as the mount became ready: serve
@@ -101,6 +109,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	persistListings(cfg, &fo, id, log)
 	fo.Content, fo.ContentID = openContentCache(cfg, log), id
 	fo.Requests = &inflight.Table{}
+	fo.Ended = make(chan struct{})
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
@@ -108,7 +117,10 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
 	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
-		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests}
+		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests, ended: fo.Ended}
+	if mt, ok := mountinfo.At(mp); ok {
+		m.dev = mt.Dev
+	}
 	if err := verify(ctx, mp, cfg.SSH.Timeout); err != nil {
 		m.unmount()
 		m.close()
