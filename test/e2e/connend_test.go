@@ -62,3 +62,47 @@ func TestAbortEndsDaemonWithFsyncWaiting(t *testing.T) {
 		t.Errorf("the daemon left its aborted mount at %s (stat: %v); want it detached", m.Dir, syscall.Stat(m.Dir, &st))
 	}
 }
+
+// TestLazyUnmountFromOutsideEndsDaemon unmounts a mount lazily from
+// outside (umount -l) while a program's read waits on a stalled link.
+// The kernel keeps the filesystem, and the daemon serving it, until that
+// read is answered: the daemon must answer it within its timeout (the
+// watchdog's limit), with an error since the link stays stalled, and then
+// exit on its own, the connection having ended.
+func TestLazyUnmountFromOutsideEndsDaemon(t *testing.T) {
+	const timeout = 3 * time.Second
+	h := testenv.StartHost(t, "127.0.0.8")
+	writeServerFile(t, h.Dir+"/unread", mib, 4)
+	p, sshArgs, dest := proxied(t, h, netproxy.Options{})
+	m := mount(t, h, mountSpec{sshArgs: sshArgs, dest: dest,
+		opts: []string{fmt.Sprintf("timeout=%g", timeout.Seconds()), "prefetch_depth=0"}})
+	pid := m.daemonPID()
+	if pid == 0 {
+		t.Fatalf("no daemon process found serving %s", m.Dir)
+	}
+	t.Cleanup(func() { testenv.AbortFUSE(m.Dir) })
+	startWatchdog(t, m, timeout)
+
+	p.Blackhole(true)
+	t.Cleanup(func() { p.Blackhole(false) })
+	r := startHelper(t, "read", m.Path("unread"))
+	if got := r.next(t, testenv.Patience()); !strings.HasPrefix(got, "ready ") {
+		t.Fatalf("reader: %q, want ready", got)
+	}
+	testenv.Eventually(t, "the reader's request in flight", func() bool {
+		st, err := (control.Client{}).Query(m.Dir)
+		return err == nil && st.Requests != nil && st.Requests.InFlight > 0
+	})
+	if err := syscall.Unmount(m.Dir, syscall.MNT_DETACH); err != nil {
+		t.Fatalf("umount -l: %v", err)
+	}
+	got := r.next(t, testenv.Patience())
+	if !strings.HasPrefix(got, "open: ") && !strings.HasPrefix(got, "read: ") || strings.HasSuffix(got, " bytes") {
+		t.Errorf("reader printed %q, want its open or read to fail", got)
+	} else {
+		t.Logf("the reader: %s", got)
+	}
+	start := time.Now()
+	testenv.Eventually(t, "the daemon exits once its lazily unmounted filesystem is released", func() bool { return !testenv.Alive(pid) })
+	t.Logf("the daemon exited %v after the reader's call ended", time.Since(start).Round(time.Millisecond))
+}
