@@ -64,13 +64,19 @@ func TestAbortEndsDaemonWithFsyncWaiting(t *testing.T) {
 }
 
 // TestLazyUnmountFromOutsideEndsDaemon unmounts a mount lazily from
-// outside (umount -l) while a program's read waits on a stalled link.
+// outside (umount -l) while a program's open waits on a stalled link.
 // The kernel keeps the filesystem, and the daemon serving it, until that
-// read is answered: the daemon must answer it within its timeout (the
+// call is answered: the daemon must answer it within its timeout (the
 // watchdog's limit), with an error since the link stays stalled, and then
 // exit on its own, the connection having ended.
+//
+// The open's lookup lists the directory with a remote command (a mount of
+// one host lists by tree listings), whose ssh process is killed at the
+// timeout: the lookup must not then wait for the stderr the ssh master
+// holds on to. The timeout is short so that the watchdog's margin (half
+// of it) is shorter than that wait was (1 s).
 func TestLazyUnmountFromOutsideEndsDaemon(t *testing.T) {
-	const timeout = 3 * time.Second
+	const timeout = time.Second
 	h := testenv.StartHost(t, "127.0.0.8")
 	writeServerFile(t, h.Dir+"/unread", mib, 4)
 	p, sshArgs, dest := proxied(t, h, netproxy.Options{})
