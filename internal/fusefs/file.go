@@ -396,7 +396,7 @@ func (h *handle) truncate(ctx context.Context, size uint64) error {
 // Allocate supports growing a file (mode 0) and FALLOC_FL_KEEP_SIZE. SFTP
 // cannot reserve space: the file grows sparse.
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, h.n.fsys)
+	ctx, req := h.n.changing(ctx) // a stat, then a truncate: one timeout
 	defer req.End()
 	const keepSize = 1
 	switch {
