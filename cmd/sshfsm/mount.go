@@ -25,6 +25,7 @@ import (
 	"sshfsm/internal/idmap"
 	"sshfsm/internal/inflight"
 	"sshfsm/internal/metrics"
+	"sshfsm/internal/mountinfo"
 	"sshfsm/internal/transport"
 )
 
@@ -41,6 +42,13 @@ type mounted struct {
 	requests       *inflight.Table        // the FUSE requests being answered
 	requestMetrics *fusefs.RequestMetrics // their durations and errors; nil without metrics=
 	metrics        *metrics.Server        // serves metrics=; nil without
+	// ended is closed when the kernel ends the FUSE connection, which
+	// may be long before server.Wait returns (fusefs.Options.Ended).
+	ended chan struct{}
+	// dev is the mount's device (major:minor) in /proc/self/mountinfo,
+	// "" if not found: what is mounted at the mountpoint later is this
+	// mount only if it has this device.
+	dev string
 	// logSink is where the log goes once serving, for sshfsm status.
 	logSink atomic.Pointer[logSink]
 	// early is a stop signal that arrived as the mount became ready: serve
@@ -120,6 +128,7 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 	if ms != nil {
 		fo.Metrics = &fusefs.RequestMetrics{}
 	}
+	fo.Ended = make(chan struct{})
 	srv, err := fusefs.Mount(mp, t.ns, fo, mountOptions(cfg))
 	if err != nil {
 		t.Close()
@@ -127,7 +136,11 @@ func mount(ctx context.Context, cfg *config.Config, log *slog.Logger) (*mounted,
 		return nil, config.Errorf(config.ExitMount, "mount %s: %v", mp, err)
 	}
 	m := &mounted{mountpoint: mp, tree: t, server: srv, log: log, dirs: fo.Cache, content: fo.Content,
-		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests, requestMetrics: fo.Metrics, metrics: ms}
+		autoUnmount: cfg.FUSE.AutoUnmount, requests: fo.Requests, requestMetrics: fo.Metrics, metrics: ms,
+		ended: fo.Ended}
+	if mt, ok := mountinfo.At(mp); ok {
+		m.dev = mt.Dev
+	}
 	if err := verify(ctx, mp, cfg); err != nil {
 		m.unmount()
 		m.close()

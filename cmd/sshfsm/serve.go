@@ -24,8 +24,15 @@ func notifySignals(foreground bool) <-chan os.Signal {
 	return sigs
 }
 
-// serve runs until the filesystem is unmounted from outside or a signal
-// arrives, then unmounts and closes the connection.
+// serve runs until the filesystem is unmounted from outside, its
+// connection aborted or a signal arrives, then unmounts and closes the
+// connections.
+//
+// The time allowed to exit counts from the end of the FUSE connection,
+// not from the end of the requests being served: once the kernel has
+// ended it, it has answered every caller itself, and a request still
+// waiting here (an fsync for writes on a stalled link) answers nobody,
+// yet could keep the daemon for its whole timeout.
 func (m *mounted) serve(sigs <-chan os.Signal) {
 	m.tree.startWatch() // now that the mount answers: its first listings come first
 	done := make(chan struct{})
@@ -37,13 +44,22 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 	if sig == nil {
 		select {
 		case <-done:
+		case <-m.ended:
 		case sig = <-sigs:
 		}
 	}
 	// However the mount ends, closing the connections is bounded too.
 	defer m.exitBy(shutdownLimit, sigs).Stop()
 	if sig == nil {
-		m.log.Info("unmounted", "mountpoint", m.mountpoint)
+		m.log.Info("unmounted or aborted", "mountpoint", m.mountpoint)
+		m.detach()
+		// Writes still in flight may yet land: the requests waiting for
+		// them get part of the time; closing the connections ends them.
+		select {
+		case <-done:
+		case <-time.After(shutdownLimit / 2):
+			m.log.Warn("requests still in flight after the FUSE connection ended; closing", "mountpoint", m.mountpoint)
+		}
 	} else {
 		m.log.Info("unmounting", "mountpoint", m.mountpoint, "signal", sig.String())
 		if lazy := m.unmount(); lazy {
@@ -58,6 +74,19 @@ func (m *mounted) serve(sigs <-chan os.Signal) {
 	m.stopStatus()
 	m.stopMetrics()
 	m.close()
+}
+
+// detach lazily unmounts the mount if its connection was aborted from
+// outside and it is still mounted, dead, as libfuse's daemons do when
+// they exit.
+func (m *mounted) detach() {
+	if !m.mountedHere() || !isDead(m.mountpoint) {
+		return
+	}
+	m.log.Info("detaching the aborted mount", "mountpoint", m.mountpoint)
+	if err := detachLazily(m.mountpoint); err != nil {
+		m.log.Warn("lazy unmount failed", "mountpoint", m.mountpoint, "err", err)
+	}
 }
 
 // close writes the snapshot of listings, ends the connections and closes
@@ -80,15 +109,19 @@ func (m *mounted) unmount() (lazy bool) {
 	}
 	m.log.Warn("unmount failed; aborting the FUSE connection and unmounting lazily", "mountpoint", m.mountpoint, "err", err)
 	m.abort()
-	if os.Geteuid() == 0 {
-		err = syscall.Unmount(m.mountpoint, syscall.MNT_DETACH)
-	} else {
-		err = exec.Command("fusermount3", "-u", "-z", m.mountpoint).Run()
-	}
-	if err != nil {
+	if err := detachLazily(m.mountpoint); err != nil {
 		m.log.Error("lazy unmount failed", "mountpoint", m.mountpoint, "err", err)
 	}
 	return true
+}
+
+// detachLazily unmounts point lazily: at once for new users, for good
+// once the last one lets go.
+func detachLazily(point string) error {
+	if os.Geteuid() == 0 {
+		return syscall.Unmount(point, syscall.MNT_DETACH)
+	}
+	return exec.Command("fusermount3", "-u", "-z", point).Run()
 }
 
 // shutdownLimit is how long a stop signal may take to end the daemon,
@@ -116,19 +149,33 @@ func (m *mounted) exitBy(limit time.Duration, sigs <-chan os.Signal) *time.Timer
 }
 
 func (m *mounted) abortAndExit() {
-	m.abort()
-	if os.Geteuid() == 0 {
-		syscall.Unmount(m.mountpoint, syscall.MNT_DETACH)
+	if m.connEnded() {
+		m.detach()
 	} else {
-		exec.Command("fusermount3", "-u", "-z", m.mountpoint).Run()
+		m.abort()
+		if m.mountedHere() {
+			detachLazily(m.mountpoint)
+		}
 	}
 	os.Exit(1)
+}
+
+// connEnded reports whether the kernel is known to have ended the mount's
+// FUSE connection: then there is nothing left to abort, and what is
+// mounted at the mountpoint is either this mount, dead, or another one.
+func (m *mounted) connEnded() bool {
+	select {
+	case <-m.ended:
+		return true
+	default:
+		return false
+	}
 }
 
 // abort aborts the mount's FUSE connection through fusectl: every request
 // waiting for an answer fails with ENOTCONN at once. Only root may.
 func (m *mounted) abort() {
-	if os.Geteuid() != 0 || !fuseMountedAt(m.mountpoint) {
+	if os.Geteuid() != 0 || m.connEnded() || !m.mountedHere() {
 		return
 	}
 	if err := mountinfo.AbortFUSE(m.mountpoint); err != nil {
@@ -136,13 +183,16 @@ func (m *mounted) abort() {
 	}
 }
 
-// fuseMountedAt reports whether a FUSE file system is mounted at point.
-func fuseMountedAt(point string) bool {
-	ms, _ := mountinfo.All()
-	for _, mt := range ms {
-		if mt.Point == point && strings.HasPrefix(mt.FSType, "fuse") {
-			return true
-		}
+// mountedHere reports whether a FUSE mount of this mount's device (of
+// any device when it is not known) is mounted at its mountpoint. Once
+// this one is unmounted from outside, the mountpoint may hold another
+// mount, a new sshfsm of the same tree perhaps, which must be left alone;
+// the kernel may give it the same device number, so after the connection
+// ended only a dead mount is taken for this one (detach).
+func (m *mounted) mountedHere() bool {
+	mt, ok := mountinfo.At(m.mountpoint)
+	if !ok || !strings.HasPrefix(mt.FSType, "fuse") {
+		return false
 	}
-	return false
+	return m.dev == "" || mt.Dev == m.dev
 }

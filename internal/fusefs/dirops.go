@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -34,9 +35,52 @@ func (n *node) prepare(name string) (dir, p string, errno syscall.Errno) {
 
 // afterChange is the context of the calls that follow a change the server
 // made: an interrupt must no longer turn the operation into EINTR, or the
-// caller would retry what already happened (the remote's timeout still
-// bounds the calls).
-func afterChange(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// caller would retry what already happened. It keeps the request's
+// deadline: the change and what follows it share one timeout.
+func afterChange(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, dl)
+	}
+	return d, func() {}
+}
+
+// changing narrows a request that changes the server as Filter does, and
+// bounds it as a whole by the timeout: its server requests one after
+// another (a look at what is replaced, the change, the attributes after
+// it) must not wait a timeout each.
+func (n *node) changing(ctx context.Context) (context.Context, *interrupt.Request) {
+	return interrupt.FilterWithin(ctx, n.fsys, n.fsys.opts.RequestTimeout)
+}
+
+// provisional answers for a node the server made whose attributes could
+// not be fetched in the request's time: the entry carries what the change
+// implies, and the kernel asks again at its next use. The change was
+// made, and failing the request would say otherwise.
+func (n *node) provisional(ctx context.Context, dir, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
+	n.fsys.log.Debug("attributes of a new node not known in time", "path", p)
+	if a.Mtime.IsZero() {
+		a.Atime, a.Mtime = time.Now(), time.Now()
+	}
+	if n.fsys.opts.RemoteIDsKnown {
+		a.UID, a.GID = n.fsys.opts.RemoteUID, n.fsys.opts.RemoteGID
+	}
+	ino := n.added(ctx, dir, name, p, a, out)
+	n.fsys.dirs.Forget(dir, name)
+	ino.Operations().(*node).unsure(out)
+	return ino
+}
+
+// unsure marks the attributes just reported for n in out as a guess: the
+// kernel keeps neither the entry nor the attributes, and an open does not
+// take them for the server's.
+func (n *node) unsure(out *fuse.EntryOut) {
+	n.mu.Lock()
+	n.lastAt = time.Time{}
+	n.mu.Unlock()
+	out.SetEntryTimeout(time.Nanosecond)
+	out.SetAttrTimeout(time.Nanosecond)
+}
 
 // added registers a new entry: the listing cache learns it and a fresh
 // Inode is returned.
@@ -51,7 +95,7 @@ func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, ou
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
@@ -61,7 +105,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
-	ctx = afterChange(ctx)
+	ctx, cancel := afterChange(ctx)
+	defer cancel()
 	a, fresh, err := createdAttr(ctx, f)
 	if err != nil {
 		// Closing must not cost a second timeout after the first.
@@ -79,7 +124,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
@@ -89,7 +134,8 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
-	ctx = afterChange(ctx)
+	ctx, cancel := afterChange(ctx)
+	defer cancel()
 	n.ownByCaller(ctx, p, &a)
 	// A new directory is empty: lookups in it need no listing, and a
 	// name looked up there is absent without asking. That listing is
@@ -104,7 +150,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
@@ -113,10 +159,11 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err := n.fsys.ns.Symlink(ctx, target, p); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
-	ctx = afterChange(ctx)
+	ctx, cancel := afterChange(ctx)
+	defer cancel()
 	a, err := n.fsys.ns.Lstat(ctx, p)
 	if err != nil {
-		return nil, n.fsys.toErrno(err)
+		return n.provisional(ctx, dir, name, p, remote.Attr{Mode: syscall.S_IFLNK | 0o777, Size: uint64(len(target)), Nlink: 1}, out), 0
 	}
 	n.ownByCaller(ctx, p, &a)
 	return n.added(ctx, dir, name, p, a, out), 0
@@ -127,7 +174,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if n.fsys.opts.DisableHardlink {
 		return nil, syscall.EPERM
 	}
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
@@ -147,10 +194,23 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err := n.fsys.ns.Link(ctx, oldp, p); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
-	ctx = afterChange(ctx)
+	ctx, cancel := afterChange(ctx)
+	defer cancel()
 	a, err := n.fsys.ns.Lstat(ctx, p)
 	if err != nil {
-		return nil, n.fsys.toErrno(err)
+		// The new name is the target's file: its last attributes, one
+		// link more, to be asked again.
+		tn.mu.Lock()
+		a = tn.last
+		tn.mu.Unlock()
+		if a.Nlink > 0 {
+			a.Nlink++
+		}
+		n.fsys.dirs.Forget(dir, name)
+		n.fsys.inos.link(oldp, p, tn.StableAttr().Ino)
+		tn.report(a, end, &out.Attr)
+		tn.unsure(out)
+		return tn.EmbeddedInode(), 0
 	}
 	if tn.StableAttr().Mode == syscall.S_IFLNK {
 		// A link's target is relative to its directory, and the kernel
@@ -167,7 +227,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
@@ -187,7 +247,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {

@@ -79,7 +79,10 @@ func writable(flags uint32) bool {
 // the kernel is told not to send FLUSH at each close(2) of it (a round
 // trip per file that tools such as grep open).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	// Bounded as a whole: a look at the attributes, a second writer's
+	// queued changes, an O_TRUNC's wait for queued writes and the OPEN
+	// share one timeout.
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	m, errno := n.fsys.pt.enter(n, flags)
 	if errno != 0 {
@@ -397,7 +400,7 @@ func (h *handle) truncate(ctx context.Context, size uint64) error {
 // Allocate supports growing a file (mode 0) and FALLOC_FL_KEEP_SIZE. SFTP
 // cannot reserve space: the file grows sparse.
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, h.n.fsys)
+	ctx, req := h.n.changing(ctx) // a stat, then a truncate: one timeout
 	defer req.End()
 	const keepSize = 1
 	switch {

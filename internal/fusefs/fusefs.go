@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -92,6 +91,12 @@ type Options struct {
 	// looks unchanged to git (it compares st_ino). Off, numbers are
 	// hashes of the paths.
 	ServerInodes bool
+	// Ended, when set, is closed once the kernel has ended the mount's
+	// FUSE connection (unmounted, from here or from outside, or aborted),
+	// which may be long before the server's Wait returns: requests still
+	// being served then answer nobody (connend.go). It is never closed
+	// when that cannot be watched.
+	Ended chan struct{}
 
 	// inoHash replaces hashIno, for tests that make paths collide.
 	inoHash func(string) uint64
@@ -170,6 +175,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	if _, _, err := kernelFlags(mo.Flags, o.ReadOnly); err != nil {
 		return nil, err
 	}
+	fds := fuseFDs() // before the mount's own
 	fsys := newFilesys(ns, o)
 	fsys.startPersist()
 	fo := fsys.fsOptions(mo)
@@ -191,6 +197,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 		fsys.dirs.Close()
 		return nil, err
 	}
+	watchEnd(fds, o.Ended)
 	if err := raiseReadahead(mountpoint, fo.MaxReadAhead>>10); err != nil {
 		fsys.log.Debug("readahead left at the kernel default", "err", err)
 	}
@@ -340,17 +347,7 @@ func (f *filesys) readOnly() syscall.Errno {
 // before the server serves its first request, so the mount's own work
 // starts no process before it; only a reconnect at that instant could.
 func fuseCloseOnExec() {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "/dev/fuse" {
-			syscall.CloseOnExec(fd)
-		}
+	for fd := range fuseFDs() {
+		syscall.CloseOnExec(fd)
 	}
 }

@@ -24,7 +24,7 @@ var (
 // own attributes are served (xattr.go).
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := interrupt.FilterWithin(ctx, n.fsys, n.fsys.opts.RequestTimeout)
 	defer req.End()
 	if !n.fsys.opts.Xattr {
 		return 0, syscall.ENOSYS

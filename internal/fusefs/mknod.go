@@ -8,7 +8,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"sshfsm/internal/interrupt"
 	"sshfsm/internal/remote"
 )
 
@@ -18,7 +17,7 @@ import (
 // kernel serves the opens of the special files itself: a FIFO opened on
 // the mount is a local pipe, and never reaches the server.
 func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	dir, p, errno := n.prepare(name)
 	if errno != 0 {
@@ -38,10 +37,11 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 	if err := nm.Mknod(ctx, p, mode&(syscall.S_IFMT|07777), dev); err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
-	ctx = afterChange(ctx)
+	ctx, cancel := afterChange(ctx)
+	defer cancel()
 	a, err := n.fsys.ns.Lstat(ctx, p)
 	if err != nil {
-		return nil, n.fsys.toErrno(err)
+		return n.provisional(ctx, dir, name, p, remote.Attr{Mode: mode & (syscall.S_IFMT | 07777), Nlink: 1}, out), 0
 	}
 	n.ownByCaller(ctx, p, &a)
 	return n.added(ctx, dir, name, p, a, out), 0
@@ -53,15 +53,16 @@ func (n *node) mknodRegular(ctx context.Context, dir, name, p string, mode uint3
 	if err != nil {
 		return nil, n.fsys.toErrno(err)
 	}
-	ctx = afterChange(ctx)
+	ctx, cancel := afterChange(ctx)
+	defer cancel()
 	a, _, err := createdAttr(ctx, f)
 	if err != nil {
 		go n.fsys.closeRemote(f)
-		return nil, n.fsys.toErrno(err)
+		return n.provisional(ctx, dir, name, p, remote.Attr{Mode: syscall.S_IFREG | mode&07777, Nlink: 1}, out), 0
 	}
-	if err := f.Close(ctx); err != nil {
-		return nil, n.fsys.toErrno(err)
-	}
+	// Nothing was written: the close has nothing to report, and need
+	// not hold the request.
+	go n.fsys.closeRemote(f)
 	n.ownByCaller(ctx, p, &a)
 	return n.added(ctx, dir, name, p, a, out), 0
 }

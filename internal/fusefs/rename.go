@@ -7,7 +7,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 
 	"sshfsm/internal/cache"
-	"sshfsm/internal/interrupt"
 )
 
 var _ = (fs.NodeRenamer)((*node)(nil))
@@ -21,7 +20,7 @@ const (
 // by the remote; RENAME_EXCHANGE and RENAME_WHITEOUT cannot be expressed
 // over SFTP and fail with EINVAL. The file keeps its inode number.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	if errno := n.fsys.readOnly(); errno != 0 {
 		return errno

@@ -3,12 +3,12 @@ package fusefs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"sshfsm/internal/cache"
-	"sshfsm/internal/interrupt"
 	"sshfsm/internal/remote"
 )
 
@@ -20,7 +20,7 @@ import (
 // Symlinks: SFTP's setstat follows them, so a link's own owner and times
 // are changed otherwise (setLinkAttr).
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	ctx, req := interrupt.Filter(ctx, n.fsys)
+	ctx, req := n.changing(ctx)
 	defer req.End()
 	if errno := n.fsys.readOnly(); errno != 0 {
 		return errno
@@ -33,12 +33,14 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if h == nil && !linked {
 		return syscall.ENOENT
 	}
-	_, sized := in.GetSize()
-	if size, ok := in.GetSize(); ok {
+	size, sized := in.GetSize()
+	changed := false // the server made a change
+	if sized {
 		_ = n.inexact(ctx) // queued changes are the handle's to report
 		if errno := n.truncate(ctx, h, p, size); errno != 0 {
 			return errno
 		}
+		changed = true
 	}
 	sa := n.fsys.remoteSetAttr(in)
 	if sa.Mode != nil || sa.UID != nil || sa.GID != nil || sa.Atime != nil || sa.Mtime != nil {
@@ -51,6 +53,8 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			return n.fsys.toErrno(err)
 		} else if errno := n.setRemote(ctx, h, p, sa); errno != 0 {
 			return errno
+		} else {
+			changed = true
 		}
 	}
 	if linked {
@@ -66,7 +70,33 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			n.fsys.forgetContent(p)
 		}
 	}
-	return n.Getattr(ctx, fh, out)
+	if !changed {
+		return n.Getattr(ctx, fh, out)
+	}
+	return n.attrAfterChange(ctx, fh, sa, sized, size, out)
+}
+
+// attrAfterChange answers a setattr whose change the server made with the
+// attributes after it. When they are not known in the request's time,
+// failing would say the change was not made: the answer is then the last
+// attributes with the change applied, which the kernel does not keep.
+func (n *node) attrAfterChange(ctx context.Context, fh fs.FileHandle, sa remote.SetAttr, sized bool, size uint64, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := afterChange(ctx)
+	defer cancel()
+	if errno := n.Getattr(ctx, fh, out); errno == 0 {
+		return 0
+	}
+	n.mu.Lock()
+	a := n.last
+	n.lastAt = time.Time{}
+	n.mu.Unlock()
+	if sized {
+		a.Size = size
+	}
+	setAttrOn(&a, sa)
+	n.fsys.fillAttr(&out.Attr, a)
+	out.SetTimeout(time.Nanosecond)
+	return 0
 }
 
 func (n *node) truncate(ctx context.Context, h *handle, p string, size uint64) syscall.Errno {

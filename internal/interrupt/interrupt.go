@@ -76,6 +76,12 @@ func Filter(ctx context.Context, conn Conn) (context.Context, *Request) {
 		return ctx, nil
 	}
 	r := &Request{Context: ctx, tid: caller.Pid, conn: conn}
+	// A deadline of ctx is kept as the request's own: its passing is
+	// not an interrupt to filter out (a request made in the time left
+	// to another, which afterwards ignores cancellation but not time).
+	if d, ok := ctx.Deadline(); ok {
+		r.deadline = d
+	}
 	return r, r
 }
 
@@ -87,7 +93,9 @@ func Filter(ctx context.Context, conn Conn) (context.Context, *Request) {
 func FilterWithin(ctx context.Context, conn Conn, limit time.Duration) (context.Context, *Request) {
 	fctx, r := Filter(ctx, conn)
 	if r != nil && limit > 0 {
-		r.deadline = time.Now().Add(limit)
+		if d := time.Now().Add(limit); r.deadline.IsZero() || d.Before(r.deadline) {
+			r.deadline = d
+		}
 	}
 	return fctx, r
 }

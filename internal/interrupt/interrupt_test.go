@@ -336,3 +336,41 @@ func TestFilterWithinZeroSetsNoBound(t *testing.T) {
 		t.Fatalf("Err = %v", ctx.Err())
 	}
 }
+
+// TestFilterKeepsParentDeadline: a request filtered from a context with a
+// deadline (what follows a change, made in the time left to the request
+// that made it) ends at that deadline, as a bound of its own, although
+// the deadline's passing cancels its parent like an interrupt would; and
+// FilterWithin's later bound does not extend it.
+func TestFilterKeepsParentDeadline(t *testing.T) {
+	fctx, _ := request(os.Getpid())
+	const left = 50 * time.Millisecond
+	parent, cancelParent := context.WithTimeout(context.WithoutCancel(fctx), left)
+	defer cancelParent()
+	want, _ := parent.Deadline()
+	ctx, req := FilterWithin(parent, alive, time.Hour)
+	defer req.End()
+	if d, ok := ctx.Deadline(); !ok || !d.Equal(want) {
+		t.Fatalf("Deadline = %v, %v; want the parent's %v", d, ok, want)
+	}
+	awaited := make(chan error, 1)
+	go func() { awaited <- req.Await(make(chan struct{})) }()
+	select {
+	case err := <-awaited:
+		if err != context.DeadlineExceeded {
+			t.Fatalf("Await = %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(testenv.Patience()):
+		t.Fatal("Await did not return at the parent's deadline")
+	}
+	child, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	select {
+	case <-child.Done():
+	case <-time.After(testenv.Patience()):
+		t.Fatal("a context derived from the request did not end at its parent's deadline")
+	}
+	if child.Err() != context.DeadlineExceeded || ctx.Err() != context.DeadlineExceeded {
+		t.Fatalf("Err = %v (derived: %v), want context.DeadlineExceeded", ctx.Err(), child.Err())
+	}
+}

@@ -24,6 +24,13 @@ func MkdirAttr(ctx context.Context, ns Namespace, p string, perm uint32) (remote
 	if err := ns.Mkdir(ctx, p, perm); err != nil {
 		return remote.Attr{}, err
 	}
-	// The change happened: an interrupt must not hide it now.
-	return ns.Lstat(context.WithoutCancel(ctx), p)
+	// The change happened: an interrupt must not hide it now. The
+	// deadline still holds: the mkdir and the look share it.
+	lctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithDeadline(lctx, dl)
+		defer cancel()
+	}
+	return ns.Lstat(lctx, p)
 }

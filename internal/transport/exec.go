@@ -262,14 +262,19 @@ func (h *Host) runCommand(ctx context.Context, command string, o commandOpts, re
 		return fmt.Errorf("%s: exec: %w", h.o.Host, err)
 	}
 	h.reqs.add(o.kind)
-	r := &runningCmd{cmd: cmd, exited: make(chan struct{}),
+	r := &runningCmd{cmd: cmd, exited: make(chan struct{}), killed: make(chan struct{}),
 		out:  &idleReader{f: outR, idle: o.idle},
 		errs: &stderrTail{done: make(chan struct{}), sink: o.errLine}}
 	go r.errs.consume(errR)
 	go func() {
 		r.err = cmd.Wait()
-		select { // the master may hold our stderr a little longer
+		// The master may hold our stderr a little longer. A command that
+		// was killed (its caller's deadline, a dead link) is not waited
+		// for: its stderr explains nothing, and the caller must get its
+		// answer by its deadline.
+		select {
 		case <-r.errs.done:
+		case <-r.killed:
 		case <-time.After(time.Second):
 		}
 		errR.Close()
@@ -294,6 +299,7 @@ type runningCmd struct {
 	errs   *stderrTail
 	exited chan struct{} // closed once reaped; err is then set
 	err    error
+	killed chan struct{} // closed by kill
 
 	mu  sync.Mutex // guards why
 	why error      // why kill was called first
@@ -319,6 +325,7 @@ func (r *runningCmd) kill(why error) {
 		return
 	}
 	r.why = why
+	close(r.killed)
 	r.out.stop()
 	r.cmd.Process.Kill() // after reaping, a harmless ErrProcessDone
 }

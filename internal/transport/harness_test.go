@@ -73,9 +73,10 @@ func (s *stream) drop() {
 // testServer is a Dialer factory for an in-process pkg/sftp server on dir.
 type testServer struct {
 	t       *testing.T
-	mu      sync.Mutex // guards streams, refuse
+	mu      sync.Mutex // guards streams, refuse, refused
 	streams []*stream
 	refuse  bool
+	refused int // dials refused
 	wg      sync.WaitGroup
 }
 
@@ -88,6 +89,9 @@ func newTestServer(t *testing.T) *testServer {
 func (ts *testServer) dial(ctx context.Context) (io.ReadCloser, io.WriteCloser, error) {
 	ts.mu.Lock()
 	refuse := ts.refuse
+	if refuse {
+		ts.refused++
+	}
 	ts.mu.Unlock()
 	if refuse {
 		return nil, nil, io.ErrClosedPipe
@@ -177,6 +181,13 @@ func (ts *testServer) count() int {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	return len(ts.streams)
+}
+
+// refusedDials returns how many dials were refused.
+func (ts *testServer) refusedDials() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.refused
 }
 
 func (ts *testServer) setRefuse(v bool) {

@@ -70,10 +70,15 @@ type Options struct {
 	ReplayLimit int64
 }
 
-// Reconnect backoff: first retry at once, then minBackoff doubling to maxBackoff.
+// Reconnect backoff: first retry at once, then minBackoff doubling to
+// maxBackoff. A request waiting for a channel cuts a longer wait short,
+// but not below hurryAfter: a server back after a long outage serves it
+// within its timeout, and however many requests wait, a slot does not
+// redial more often than that.
 const (
 	minBackoff = 250 * time.Millisecond
 	maxBackoff = 30 * time.Second
+	hurryAfter = time.Second
 )
 
 // Host is the set of SFTP channels to one host, rooted at one directory.
@@ -100,6 +105,7 @@ type Host struct {
 	wireOut atomic.Uint64
 	slots   []*slotStats
 	demand  chan struct{} // OnDemand: one token wakes one dormant slot
+	hurry   chan struct{} // a request waits for a channel: one token ends one slot's backoff early
 
 	ctx    context.Context // ends when the host is closed
 	cancel context.CancelFunc
@@ -166,6 +172,7 @@ func newHost(o Options) *Host {
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.demand = make(chan struct{}, o.Conns)
+	h.hurry = make(chan struct{}, 1)
 	h.chans = make([]*channel, o.Conns)
 	for range o.Conns {
 		h.slots = append(h.slots, &slotStats{})
@@ -264,17 +271,32 @@ func (h *Host) maintain(slot int, c *channel) {
 	}
 }
 
+// sleep waits d before a redial, or less once hurryAfter has passed if a
+// request is waiting for a channel. It reports false when the host closes.
 func (h *Host) sleep(d time.Duration) bool {
 	if d == 0 {
 		return h.ctx.Err() == nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-h.ctx.Done():
-		return false
+	var early <-chan time.Time
+	if d > hurryAfter {
+		e := time.NewTimer(hurryAfter)
+		defer e.Stop()
+		early = e.C
+	}
+	var hurry chan struct{}
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-h.ctx.Done():
+			return false
+		case <-early:
+			early, hurry = nil, h.hurry
+		case <-hurry:
+			return true
+		}
 	}
 }
 
@@ -340,6 +362,10 @@ func (h *Host) pick(ctx context.Context) (*channel, error) {
 		if h.o.FailFast {
 			h.mu.Unlock()
 			return nil, fmt.Errorf("%s: %w: %w", h.o.Host, ErrNoChannel, syscall.ENOTCONN)
+		}
+		select { // a slot waiting to redial need not wait so long
+		case h.hurry <- struct{}{}:
+		default:
 		}
 		wait := h.changed
 		h.mu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sshfsm/internal/testenv"
 )
 
 func randomFile(t *testing.T, path string, n int) []byte {
@@ -171,6 +173,24 @@ func TestWaitsForReconnect(t *testing.T) {
 	time.AfterFunc(600*time.Millisecond, func() { ts.setRefuse(false) })
 	if _, err := h.Remote().Stat(bg, ""); err != nil {
 		t.Fatalf("call during outage: %v", err)
+	}
+}
+
+// TestRequestCutsRedialWait: while the server refuses, the waits between
+// redials grow past the timeout. A request made once the server is back
+// does not wait for the next redial, which would come after its timeout:
+// a request waiting for a channel has the redial made early, and is
+// answered.
+func TestRequestCutsRedialWait(t *testing.T) {
+	h, ts, _ := dialTest(t, 1, func(o *Options) { o.Timeout = 3 * time.Second })
+	ts.setRefuse(true)
+	ts.stream(0).drop()
+	// Refused redials wait 0.25, 0.5, 1, 2 and 4 s after one another:
+	// after the sixth the wait is 8 s.
+	testenv.Eventually(t, "six redials refused", func() bool { return ts.refusedDials() >= 6 })
+	ts.setRefuse(false)
+	if _, err := h.Remote().Stat(bg, ""); err != nil {
+		t.Fatalf("a request once the server is back: %v", err)
 	}
 }
 
