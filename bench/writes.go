@@ -83,14 +83,16 @@ type writeOp struct {
 	// removeNow: the op's data is removed at once after checking (a big
 	// file), not kept until the end of the group.
 	removeNow bool
+	// floored: the SFTP floor (sftpfloor.go) does the op too.
+	floored bool
 }
 
 var writeOps = []writeOp{
 	{id: "untar", title: "tar -xf of the tree ({tree}) from local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).untar, verify: (*writesEnv).verifyUntar,
-		created: func(ws *writesEnv, _ string) int { return ws.tree.files }},
+		created: func(ws *writesEnv, _ string) int { return ws.tree.files }, floored: true},
 	{id: "rm", title: "rm -rf of the tree ({tree}), made server-side", unit: "s",
-		prepare: (*writesEnv).copySource, run: (*writesEnv).remove, verify: verifyGone},
+		prepare: (*writesEnv).copySource, run: (*writesEnv).remove, verify: verifyGone, floored: true},
 	{id: "cp", title: "cp of a {cp} MiB file from local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).copyBig, verify: (*writesEnv).verifyBig, removeNow: true},
 	{id: "clone", title: "git clone --no-hardlinks of a repository of the tree ({tree}, " + strconv.Itoa(repoCommits) + " commits, packed) on local disk", unit: "s",
@@ -216,6 +218,17 @@ func runWrites(ctx context.Context, e *env, r *results) error {
 						r.fail(t, w.id, err)
 						failed[t.key+"/"+op.id] = true
 					}
+				}
+			}
+			floor := sftpFloorTool()
+			for _, op := range writeOps {
+				w := writesWorkloads[op.id+"/"+rttLabel(link.rtt)]
+				if !op.floored || failed[floor.key+"/"+op.id] || ctx.Err() != nil {
+					continue
+				}
+				if err := ws.measureFloor(ctx, r, link, floor, op, w, rep); err != nil {
+					r.fail(floor, w.id, err)
+					failed[floor.key+"/"+op.id] = true
 				}
 			}
 		}
@@ -367,6 +380,28 @@ func (ws *writesEnv) measure(ctx context.Context, r *results, link writeLink, t 
 	}
 	logf("%-13s %-22s %s", t.key, w.id, fmtSamples(vals, w.unit))
 	return unmount(m)
+}
+
+// measureFloor runs op once with the SFTP floor over link and records
+// its time when its result checks out on the server.
+func (ws *writesEnv) measureFloor(ctx context.Context, r *results, link writeLink, t *tool, op writeOp, w *workload, rep int) error {
+	rel := filepath.Join("writes", rttLabel(link.rtt), t.key, fmt.Sprintf("%s-%d", op.id, rep))
+	dst := ws.e.dir(rel)
+	if err := op.prepare(ws, dst); err != nil {
+		return fmt.Errorf("preparing %s: %w", dst, err)
+	}
+	defer ws.discard(dst, op.removeNow)
+	dropCaches()
+	v, err := ws.floorRun(ctx, link, op, dst)
+	if err != nil {
+		return err
+	}
+	if err := op.verify(ws, ctx, dst); err != nil {
+		return fmt.Errorf("result on the server: %w", err)
+	}
+	r.add(w, t, v)
+	logf("%-13s %-22s %s", t.key, w.id, fmtSamples([]float64{v}, w.unit))
+	return nil
 }
 
 func fmtSamples(vals []float64, unit string) string {
@@ -640,6 +675,9 @@ func (ws *writesEnv) rowNotes(r *results) {
 			}
 			if ratio := r.ratio(w, m.key, localKey); ratio != "" {
 				r.rowNote(w, fmt.Sprintf("%s / local disk (medians): %s", m.name, ratio))
+			}
+			if ratio := r.ratio(w, m.key, sftpFloorKey); ratio != "" {
+				r.rowNote(w, fmt.Sprintf("%s / SFTP floor (medians): %s", m.name, ratio))
 			}
 		}
 	}
