@@ -77,9 +77,11 @@ type writeOp struct {
 	// run times the op below the mount and returns its samples.
 	run    func(ws *writesEnv, ctx context.Context, at string) ([]float64, error)
 	verify func(ws *writesEnv, ctx context.Context, dst string) error
-	// created counts the files the op created on the server, for the
-	// requests per created file; nil: not counted.
+	// created counts the files the op created (or the names it removed)
+	// on the server, for the requests per file; nil: not counted.
 	created func(ws *writesEnv, dst string) int
+	// per names what created counts; "" = "created file".
+	per string
 	// removeNow: the op's data is removed at once after checking (a big
 	// file), not kept until the end of the group.
 	removeNow bool
@@ -92,7 +94,8 @@ var writeOps = []writeOp{
 		prepare: mkdirDst, run: (*writesEnv).untar, verify: (*writesEnv).verifyUntar,
 		created: func(ws *writesEnv, _ string) int { return ws.tree.files }, floored: true},
 	{id: "rm", title: "rm -rf of the tree ({tree}), made server-side", unit: "s",
-		prepare: (*writesEnv).copySource, run: (*writesEnv).remove, verify: verifyGone, floored: true},
+		prepare: (*writesEnv).copySource, run: (*writesEnv).remove, verify: verifyGone, floored: true,
+		created: func(ws *writesEnv, _ string) int { return ws.tree.files + ws.tree.dirs + 1 }, per: "removed name"},
 	{id: "cp", title: "cp of a {cp} MiB file from local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).copyBig, verify: (*writesEnv).verifyBig, removeNow: true},
 	{id: "clone", title: "git clone --no-hardlinks of a repository of the tree ({tree}, " + strconv.Itoa(repoCommits) + " commits, packed) on local disk", unit: "s",
@@ -183,6 +186,7 @@ type writesEnv struct {
 // reqTally is the SFTP requests sshfsm sent in the runs of one workload.
 type reqTally struct {
 	runs, created int
+	per           string // what created counts: "created file", "removed name"
 	byType        map[string]uint64
 }
 
@@ -376,7 +380,7 @@ func (ws *writesEnv) measure(ctx context.Context, r *results, link writeLink, t 
 		r.add(w, t, v)
 	}
 	if reqs != nil {
-		ws.tally(w, t, reqs, op.created(ws, dst))
+		ws.tally(w, t, reqs, op.created(ws, dst), op.per)
 	}
 	logf("%-13s %-22s %s", t.key, w.id, fmtSamples(vals, w.unit))
 	return unmount(m)
@@ -616,13 +620,16 @@ func daemonRequests(ctx context.Context, t *tool, m *mount) (map[string]uint64, 
 	return reqs, nil
 }
 
-func (ws *writesEnv) tally(w *workload, t *tool, reqs map[string]uint64, created int) {
+func (ws *writesEnv) tally(w *workload, t *tool, reqs map[string]uint64, created int, per string) {
 	if ws.reqs[w.id] == nil {
 		ws.reqs[w.id] = map[string]*reqTally{}
 	}
 	rt := ws.reqs[w.id][t.key]
 	if rt == nil {
-		rt = &reqTally{byType: map[string]uint64{}}
+		if per == "" {
+			per = "created file"
+		}
+		rt = &reqTally{per: per, byType: map[string]uint64{}}
 		ws.reqs[w.id][t.key] = rt
 	}
 	rt.runs++
@@ -654,8 +661,12 @@ func (rt *reqTally) perFile() string {
 	for _, k := range types {
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(rt.byType[k])/float64(rt.created)))
 	}
-	return fmt.Sprintf("%.2f SFTP requests per created file (%s; %d runs, %d files created, counted from just before the command)",
-		float64(total)/float64(rt.created), strings.Join(parts, ", "), rt.runs, rt.created)
+	per := rt.per
+	if per == "" {
+		per = "created file"
+	}
+	return fmt.Sprintf("%.2f SFTP requests per %s (%s; %d runs, %d %ss, counted from just before the command)",
+		float64(total)/float64(rt.created), per, strings.Join(parts, ", "), rt.runs, rt.created, per)
 }
 
 // rowNotes adds the requests per created file of each sshfsm mode and
