@@ -28,10 +28,11 @@ import (
 //     with its mode: one round trip), then its writes and futimens on the
 //     descriptor pipelined with the CLOSE, whose answer close waits for
 //     (WRITE…, FSETSTAT, CLOSE: one round trip);
-//   - rm -rf: per directory its listing (OPENDIR, READDIR until the end;
-//     its CLOSE is not waited for), each name removed with one request
-//     waited for (REMOVE, RMDIR); the lookups before them are answered by
-//     the listing.
+//   - rm -rf: the whole tree listed by one remote find over the session's
+//     connection (as sshfsm's tree listings; per directory OPENDIR and
+//     READDIRs when the server runs no commands), each name removed with
+//     one request waited for (REMOVE, RMDIR), children first; the
+//     lookups before them are answered by the listing.
 //
 // The mount's own costs (FUSE, the kernel, its bookkeeping) are left out:
 // sshfsm's time minus this is what it spends above what the protocol and
@@ -83,9 +84,12 @@ const (
 // their answers matched by id, so that any number may be in flight.
 type bareSFTP struct {
 	cmd *exec.Cmd
-	w   *bufio.Writer
-	wmu sync.Mutex
-	in  io.WriteCloser
+	// cfg, alias and sock run commands over the session's connection
+	// (its ssh is their ControlMaster).
+	cfg, alias, sock string
+	w                *bufio.Writer
+	wmu              sync.Mutex
+	in               io.WriteCloser
 
 	mu      sync.Mutex
 	nextID  uint32
@@ -100,8 +104,9 @@ type sfReply struct {
 }
 
 // dialBareSFTP starts the sftp subsystem of alias with the system's ssh.
-func dialBareSFTP(ctx context.Context, cfg, alias string) (*bareSFTP, error) {
-	cmd := exec.CommandContext(ctx, "ssh", "-F", cfg, "-oControlMaster=no", "-oControlPath=none", "-s", alias, "sftp")
+// Its ssh is the ControlMaster of sock, for commands (listTree).
+func dialBareSFTP(ctx context.Context, cfg, alias, sock string) (*bareSFTP, error) {
+	cmd := exec.CommandContext(ctx, "ssh", "-F", cfg, "-oControlMaster=yes", "-oControlPath="+sock, "-oControlPersist=no", "-s", alias, "sftp")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -114,7 +119,7 @@ func dialBareSFTP(ctx context.Context, cfg, alias string) (*bareSFTP, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &bareSFTP{cmd: cmd, in: in, w: bufio.NewWriterSize(in, 64<<10), waiting: map[uint32]chan sfReply{}}
+	c := &bareSFTP{cmd: cmd, cfg: cfg, alias: alias, sock: sock, in: in, w: bufio.NewWriterSize(in, 64<<10), waiting: map[uint32]chan sfReply{}}
 	r := bufio.NewReaderSize(out, 64<<10)
 	init := binary.BigEndian.AppendUint32([]byte{sfInit}, 3)
 	if err := c.writePacket(init); err != nil {
@@ -374,7 +379,41 @@ func (c *bareSFTP) list(dir string) ([]sfEntry, error) {
 	}
 }
 
-// removeTree removes dir and everything below it as rm -rf does.
+// listTree lists everything below dir, children before their directory,
+// with one find run over the session's connection; ok is false when the
+// server runs no commands.
+func (c *bareSFTP) listTree(ctx context.Context, dir string) (ents []sfEntry, ok bool) {
+	out, err := exec.CommandContext(ctx, "ssh", "-F", c.cfg, "-oControlMaster=no", "-oControlPath="+c.sock, c.alias, "--",
+		"find "+shellQuote(dir)+" -mindepth 1 -depth -printf '%y %P\\0'").Output()
+	if err != nil {
+		return nil, false
+	}
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		if len(rec) < 3 || rec[1] != ' ' {
+			continue
+		}
+		ents = append(ents, sfEntry{name: string(rec[2:]), dir: rec[0] == 'd'})
+	}
+	return ents, true
+}
+
+// removeListed removes dir and everything below it, listed by listTree.
+func (c *bareSFTP) removeListed(dir string, ents []sfEntry) error {
+	for _, e := range ents {
+		p := path.Join(dir, e.name)
+		typ, what := byte(sfRemove), "REMOVE "
+		if e.dir {
+			typ, what = sfRmdir, "RMDIR "
+		}
+		if err := status(what+p, c.send(typ, appendString(nil, []byte(p)))); err != nil {
+			return err
+		}
+	}
+	return status("RMDIR "+dir, c.send(sfRmdir, appendString(nil, []byte(dir))))
+}
+
+// removeTree removes dir and everything below it as rm -rf does, listing
+// directory by directory.
 func (c *bareSFTP) removeTree(dir string) error {
 	ents, err := c.list(dir)
 	if err != nil {
@@ -489,7 +528,12 @@ func (ws *writesEnv) floorRun(ctx context.Context, link writeLink, op writeOp, d
 			return 0, err
 		}
 	}
-	c, err := dialBareSFTP(ctx, ws.cfg, link.alias)
+	sockDir, err := os.MkdirTemp("", "floor")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(sockDir)
+	c, err := dialBareSFTP(ctx, ws.cfg, link.alias, path.Join(sockDir, "s"))
 	if err != nil {
 		return 0, err
 	}
@@ -499,7 +543,11 @@ func (ws *writesEnv) floorRun(ctx context.Context, link writeLink, op writeOp, d
 	case "untar":
 		err = c.untar(archive, dst)
 	case "rm":
-		err = c.removeTree(dst)
+		if ents, ok := c.listTree(ctx, dst); ok {
+			err = c.removeListed(dst, ents)
+		} else {
+			err = c.removeTree(dst)
+		}
 	default:
 		return 0, fmt.Errorf("no floor for %s", op.id)
 	}
