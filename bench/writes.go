@@ -33,6 +33,10 @@ import (
 //   - git clone --no-hardlinks of a repository of that tree on local disk;
 //   - an editor's save: stat the file, write a temporary file beside it,
 //     fsync, rename it over the file; each save is a sample.
+//
+// untar and rm -rf are also done by the SFTP floor (sftpfloor.go), a bare
+// client sending only what the commands' calls need: what the link and
+// the protocol allow, beside what each tool takes.
 
 // writeMode is one configuration of sshfsm measured by the writes group,
 // reported as a tool of its own beside sshfs.
