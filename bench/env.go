@@ -112,8 +112,8 @@ func (e *env) pickTools(ctx context.Context) error {
 		if !e.c.tools[t.key] {
 			continue
 		}
-		if t.key == sshfsmKey && bin == "" {
-			continue
+		if t.key == sshfsmKey && bin == "" || t.key == sftpFloorKey {
+			continue // the SFTP floor is measured by the writes group itself
 		}
 		if t.argv != nil {
 			if _, err := exec.LookPath(t.argv("", "", "", "")[0]); err != nil {

@@ -55,6 +55,7 @@ func allTools(sshfsmBin string) []*tool {
 		{key: localKey, name: "local disk", local: true},
 		floorTool(""),
 		cFloorTool(""),
+		sftpFloorTool(),
 	}, append(append(replicaTools(), unionTools()...), writeModeTools()...)...)
 }
 

@@ -33,6 +33,10 @@ import (
 //   - git clone --no-hardlinks of a repository of that tree on local disk;
 //   - an editor's save: stat the file, write a temporary file beside it,
 //     fsync, rename it over the file; each save is a sample.
+//
+// untar and rm -rf are also done by the SFTP floor (sftpfloor.go), a bare
+// client sending only what the commands' calls need: what the link and
+// the protocol allow, beside what each tool takes.
 
 // writeMode is one configuration of sshfsm measured by the writes group,
 // reported as a tool of its own beside sshfs.
@@ -77,20 +81,25 @@ type writeOp struct {
 	// run times the op below the mount and returns its samples.
 	run    func(ws *writesEnv, ctx context.Context, at string) ([]float64, error)
 	verify func(ws *writesEnv, ctx context.Context, dst string) error
-	// created counts the files the op created on the server, for the
-	// requests per created file; nil: not counted.
+	// created counts the files the op created (or the names it removed)
+	// on the server, for the requests per file; nil: not counted.
 	created func(ws *writesEnv, dst string) int
+	// per names what created counts; "" = "created file".
+	per string
 	// removeNow: the op's data is removed at once after checking (a big
 	// file), not kept until the end of the group.
 	removeNow bool
+	// floored: the SFTP floor (sftpfloor.go) does the op too.
+	floored bool
 }
 
 var writeOps = []writeOp{
 	{id: "untar", title: "tar -xf of the tree ({tree}) from local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).untar, verify: (*writesEnv).verifyUntar,
-		created: func(ws *writesEnv, _ string) int { return ws.tree.files }},
+		created: func(ws *writesEnv, _ string) int { return ws.tree.files }, floored: true},
 	{id: "rm", title: "rm -rf of the tree ({tree}), made server-side", unit: "s",
-		prepare: (*writesEnv).copySource, run: (*writesEnv).remove, verify: verifyGone},
+		prepare: (*writesEnv).copySource, run: (*writesEnv).remove, verify: verifyGone, floored: true,
+		created: func(ws *writesEnv, _ string) int { return ws.tree.files + ws.tree.dirs + 1 }, per: "removed name"},
 	{id: "cp", title: "cp of a {cp} MiB file from local disk", unit: "s",
 		prepare: mkdirDst, run: (*writesEnv).copyBig, verify: (*writesEnv).verifyBig, removeNow: true},
 	{id: "clone", title: "git clone --no-hardlinks of a repository of the tree ({tree}, " + strconv.Itoa(repoCommits) + " commits, packed) on local disk", unit: "s",
@@ -181,6 +190,7 @@ type writesEnv struct {
 // reqTally is the SFTP requests sshfsm sent in the runs of one workload.
 type reqTally struct {
 	runs, created int
+	per           string // what created counts: "created file", "removed name"
 	byType        map[string]uint64
 }
 
@@ -216,6 +226,17 @@ func runWrites(ctx context.Context, e *env, r *results) error {
 						r.fail(t, w.id, err)
 						failed[t.key+"/"+op.id] = true
 					}
+				}
+			}
+			floor := sftpFloorTool()
+			for _, op := range writeOps {
+				w := writesWorkloads[op.id+"/"+rttLabel(link.rtt)]
+				if !op.floored || failed[floor.key+"/"+op.id] || ctx.Err() != nil {
+					continue
+				}
+				if err := ws.measureFloor(ctx, r, link, floor, op, w, rep); err != nil {
+					r.fail(floor, w.id, err)
+					failed[floor.key+"/"+op.id] = true
 				}
 			}
 		}
@@ -363,10 +384,32 @@ func (ws *writesEnv) measure(ctx context.Context, r *results, link writeLink, t 
 		r.add(w, t, v)
 	}
 	if reqs != nil {
-		ws.tally(w, t, reqs, op.created(ws, dst))
+		ws.tally(w, t, reqs, op.created(ws, dst), op.per)
 	}
 	logf("%-13s %-22s %s", t.key, w.id, fmtSamples(vals, w.unit))
 	return unmount(m)
+}
+
+// measureFloor runs op once with the SFTP floor over link and records
+// its time when its result checks out on the server.
+func (ws *writesEnv) measureFloor(ctx context.Context, r *results, link writeLink, t *tool, op writeOp, w *workload, rep int) error {
+	rel := filepath.Join("writes", rttLabel(link.rtt), t.key, fmt.Sprintf("%s-%d", op.id, rep))
+	dst := ws.e.dir(rel)
+	if err := op.prepare(ws, dst); err != nil {
+		return fmt.Errorf("preparing %s: %w", dst, err)
+	}
+	defer ws.discard(dst, op.removeNow)
+	dropCaches()
+	v, err := ws.floorRun(ctx, link, op, dst)
+	if err != nil {
+		return err
+	}
+	if err := op.verify(ws, ctx, dst); err != nil {
+		return fmt.Errorf("result on the server: %w", err)
+	}
+	r.add(w, t, v)
+	logf("%-13s %-22s %s", t.key, w.id, fmtSamples([]float64{v}, w.unit))
+	return nil
 }
 
 func fmtSamples(vals []float64, unit string) string {
@@ -581,13 +624,16 @@ func daemonRequests(ctx context.Context, t *tool, m *mount) (map[string]uint64, 
 	return reqs, nil
 }
 
-func (ws *writesEnv) tally(w *workload, t *tool, reqs map[string]uint64, created int) {
+func (ws *writesEnv) tally(w *workload, t *tool, reqs map[string]uint64, created int, per string) {
 	if ws.reqs[w.id] == nil {
 		ws.reqs[w.id] = map[string]*reqTally{}
 	}
 	rt := ws.reqs[w.id][t.key]
 	if rt == nil {
-		rt = &reqTally{byType: map[string]uint64{}}
+		if per == "" {
+			per = "created file"
+		}
+		rt = &reqTally{per: per, byType: map[string]uint64{}}
 		ws.reqs[w.id][t.key] = rt
 	}
 	rt.runs++
@@ -619,8 +665,12 @@ func (rt *reqTally) perFile() string {
 	for _, k := range types {
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(rt.byType[k])/float64(rt.created)))
 	}
-	return fmt.Sprintf("%.2f SFTP requests per created file (%s; %d runs, %d files created, counted from just before the command)",
-		float64(total)/float64(rt.created), strings.Join(parts, ", "), rt.runs, rt.created)
+	per := rt.per
+	if per == "" {
+		per = "created file"
+	}
+	return fmt.Sprintf("%.2f SFTP requests per %s (%s; %d runs, %d %ss, counted from just before the command)",
+		float64(total)/float64(rt.created), per, strings.Join(parts, ", "), rt.runs, rt.created, per)
 }
 
 // rowNotes adds the requests per created file of each sshfsm mode and
@@ -640,6 +690,9 @@ func (ws *writesEnv) rowNotes(r *results) {
 			}
 			if ratio := r.ratio(w, m.key, localKey); ratio != "" {
 				r.rowNote(w, fmt.Sprintf("%s / local disk (medians): %s", m.name, ratio))
+			}
+			if ratio := r.ratio(w, m.key, sftpFloorKey); ratio != "" {
+				r.rowNote(w, fmt.Sprintf("%s / SFTP floor (medians): %s", m.name, ratio))
 			}
 		}
 	}

@@ -280,6 +280,12 @@ func TestRequestsPerFile(t *testing.T) {
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("perFile = %q, want it to start with %q", got, want)
 	}
+	rm := &reqTally{runs: 1, created: 4, per: "removed name", byType: map[string]uint64{"REMOVE": 3, "RMDIR": 1}}
+	got = rm.perFile()
+	want = "1.00 SFTP requests per removed name (REMOVE 0.75, RMDIR 0.25; 1 runs, 4 removed names,"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("perFile = %q, want it to start with %q", got, want)
+	}
 }
 
 // TestWritesRows: the group's workloads are registered once per RTT and
