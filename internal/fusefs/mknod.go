@@ -44,7 +44,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 		return nil, n.fsys.toErrno(err)
 	}
 	n.ownByCaller(ctx, p, &a)
-	return n.added(ctx, dir, name, p, a, out), 0
+	return n.added(ctx, dir, name, p, a, a.Mtime, out), 0
 }
 
 // mknodRegular creates an empty regular file, as SFTP can.
@@ -63,5 +63,5 @@ func (n *node) mknodRegular(ctx context.Context, dir, name, p string, mode uint3
 		return nil, n.fsys.toErrno(err)
 	}
 	n.ownByCaller(ctx, p, &a)
-	return n.added(ctx, dir, name, p, a, out), 0
+	return n.added(ctx, dir, name, p, a, a.Mtime, out), 0
 }
