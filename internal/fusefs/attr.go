@@ -40,8 +40,19 @@ func (f *filesys) fillAttr(out *fuse.Attr, a remote.Attr) {
 		setTime(&out.Ctime, &out.Ctimensec, a.Ctime)
 		return
 	}
-	// SFTP carries no change time; the modification time is the closest.
-	setTime(&out.Ctime, &out.Ctimensec, a.Mtime)
+	// SFTP carries no change time; the modification time is the closest,
+	// unless the mount changed the file since (changed.go), which also
+	// counts the links it made and removed.
+	ctime := a.Mtime
+	if !a.HasIdentity() {
+		if a.Nlink > 0 && mode&syscall.S_IFMT != syscall.S_IFDIR {
+			out.Nlink = uint32(min(a.Nlink, math.MaxUint32))
+		}
+		if a.Ctime.After(ctime) {
+			ctime = a.Ctime
+		}
+	}
+	setTime(&out.Ctime, &out.Ctimensec, ctime)
 }
 
 // kernelSize is the size the kernel is told of a file the server says
@@ -102,12 +113,35 @@ func (f *filesys) remoteSetAttr(in *fuse.SetAttrIn) remote.SetAttr {
 		sa.GID = &gid
 	}
 	if t, ok := in.GetATime(); ok {
+		t = sftpTime(t)
 		sa.Atime = &t
 	}
 	if t, ok := in.GetMTime(); ok {
+		t = sftpTime(t)
 		sa.Mtime = &t
 	}
 	return sa
+}
+
+// SFTP v3 carries times as unsigned 32-bit seconds: 1970 to 2106.
+var (
+	sftpTimeMin = time.Unix(0, 0)
+	sftpTimeMax = time.Unix(math.MaxUint32, 0)
+)
+
+// sftpTime clamps t to the times SFTP can carry, as Linux clamps a time
+// set on a filesystem whose inodes hold a narrower range
+// (timestamp_truncate: ext4 with small inodes, XFS without bigtime):
+// the call succeeds and the nearest time it can hold is kept, where the
+// wire would otherwise wrap 2106 around to 1970.
+func sftpTime(t time.Time) time.Time {
+	switch {
+	case t.Before(sftpTimeMin):
+		return sftpTimeMin
+	case t.After(sftpTimeMax):
+		return sftpTimeMax
+	}
+	return t
 }
 
 func isLink(a remote.Attr) bool { return a.Mode&syscall.S_IFMT == syscall.S_IFLNK }

@@ -65,7 +65,7 @@ func (n *node) provisional(ctx context.Context, dir, name, p string, a remote.At
 	if n.fsys.opts.RemoteIDsKnown {
 		a.UID, a.GID = n.fsys.opts.RemoteUID, n.fsys.opts.RemoteGID
 	}
-	ino := n.added(ctx, dir, name, p, a, out)
+	ino := n.added(ctx, dir, name, p, a, time.Time{}, out)
 	n.fsys.dirs.Forget(dir, name)
 	ino.Operations().(*node).unsure(out)
 	return ino
@@ -83,10 +83,14 @@ func (n *node) unsure(out *fuse.EntryOut) {
 }
 
 // added registers a new entry: the listing cache learns it and a fresh
-// Inode is returned.
-func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, out *fuse.EntryOut) *fs.Inode {
+// Inode is returned. at is when the server made it (zero: not known),
+// which is when its directory changed (changed.go).
+func (n *node) added(ctx context.Context, dir, name, p string, a remote.Attr, at time.Time, out *fuse.EntryOut) *fs.Inode {
 	n.fsys.dirs.Set(dir, name, a)
+	n.fsys.entriesChanged(dir, at)
 	child := &node{fsys: n.fsys}
+	// A file just made has one link (changed.go).
+	child.last = remote.Attr{Mode: a.Mode, Nlink: 1}
 	child.report(a, 0, &out.Attr)
 	typ := fileType(a)
 	n.fsys.own.created(p, typ == syscall.S_IFDIR)
@@ -114,7 +118,11 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, n.fsys.toErrno(err)
 	}
 	n.ownByCaller(ctx, p, &a)
-	ino := n.added(ctx, dir, name, p, a, out)
+	var at time.Time
+	if fresh {
+		at = a.Mtime
+	}
+	ino := n.added(ctx, dir, name, p, a, at, out)
 	child := ino.Operations().(*node)
 	h := child.newHandle(f, flags)
 	if fresh && h.w != nil {
@@ -146,7 +154,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	// answers EEXIST to an exclusive one. The mount's own changes keep
 	// the listing current (added, removed, forgetListing).
 	n.fsys.dirs.Put(p, nil)
-	return n.added(ctx, dir, name, p, a, out), 0
+	return n.added(ctx, dir, name, p, a, a.Mtime, out), 0
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -166,7 +174,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 		return n.provisional(ctx, dir, name, p, remote.Attr{Mode: syscall.S_IFLNK | 0o777, Size: uint64(len(target)), Nlink: 1}, out), 0
 	}
 	n.ownByCaller(ctx, p, &a)
-	return n.added(ctx, dir, name, p, a, out), 0
+	return n.added(ctx, dir, name, p, a, a.Mtime, out), 0
 }
 
 // Link makes a hard link; the new name reports the target's inode.
@@ -217,9 +225,11 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		// keeps one target per inode: each name of a link gets an inode
 		// of its own, so that a target checked for one directory is never
 		// followed from another.
-		return n.added(ctx, dir, name, p, a, out), 0
+		return n.added(ctx, dir, name, p, a, time.Time{}, out), 0
 	}
 	n.fsys.dirs.Set(dir, name, a)
+	n.fsys.entriesChanged(dir, time.Time{})
+	tn.changedInode(+1)
 	n.fsys.own.created(p, false)
 	n.fsys.inos.link(oldp, p, tn.StableAttr().Ino)
 	tn.report(a, end, &out.Attr)
@@ -242,6 +252,9 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return n.fsys.toErrno(err)
 	}
 	n.fsys.own.removed(p, false)
+	if ch := n.GetChild(name); ch != nil {
+		ch.Operations().(*node).changedInode(-1)
+	}
 	n.removed(dir, name, p)
 	return 0
 }
@@ -265,6 +278,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // removed updates caches and inode numbers after name left the directory.
 func (n *node) removed(dir, name, p string) {
 	n.fsys.dirs.Remove(dir, name)
+	n.fsys.entriesChanged(dir, time.Time{})
 	n.fsys.forgetContent(p)
 	if ch := n.GetChild(name); ch != nil {
 		ch.Operations().(*node).detach(p)

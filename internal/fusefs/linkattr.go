@@ -36,6 +36,7 @@ func (n *node) setLinkAttr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.At
 			return n.fsys.toErrno(err)
 		}
 		n.fsys.dirs.Forget(split(p))
+		n.changedInode(0) // changed.go
 		return n.attrAfterChange(ctx, nil, sa, false, 0, out)
 	}
 	return n.Getattr(ctx, nil, out)

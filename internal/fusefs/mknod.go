@@ -44,7 +44,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 		return n.provisional(ctx, dir, name, p, remote.Attr{Mode: mode & (syscall.S_IFMT | 07777), Nlink: 1}, out), 0
 	}
 	n.ownByCaller(ctx, p, &a)
-	return n.added(ctx, dir, name, p, a, out), 0
+	return n.added(ctx, dir, name, p, a, a.Mtime, out), 0
 }
 
 // mknodRegular creates an empty regular file, as SFTP can.
@@ -64,5 +64,5 @@ func (n *node) mknodRegular(ctx context.Context, dir, name, p string, mode uint3
 	// not hold the request.
 	go n.fsys.closeRemote(f)
 	n.ownByCaller(ctx, p, &a)
-	return n.added(ctx, dir, name, p, a, out), 0
+	return n.added(ctx, dir, name, p, a, a.Mtime, out), 0
 }

@@ -220,12 +220,13 @@ func (n *node) report(a remote.Attr, end uint64, out *fuse.Attr) {
 }
 
 // remember records a as the node's newest attributes, with the identity
-// and change time a listing told before if a lacks them, and returns
-// what it recorded.
+// and change time a listing told before if a lacks them (or the link
+// count and change time the mount's own changes gave it: changed.go),
+// and returns what it recorded.
 func (n *node) remember(a remote.Attr) remote.Attr {
 	now := time.Now()
 	n.mu.Lock()
-	a = remote.KeepIdentity(n.last, a, now)
+	a = keepOwn(n.last, a, now)
 	n.lastSize, n.lastTime, n.last, n.lastAt = a.Size, a.Mtime, a, now
 	n.mu.Unlock()
 	return a

@@ -11,7 +11,6 @@ import (
 var posixSkip = map[string]string{
 	"XAttr":               "SFTP has no extended attributes; setxattr answers ENOTSUP",
 	"SetattrSymlink":      "SFTP setstat follows symlinks; a link's own times take a command on the server, which the in-process server cannot run",
-	"Link":                "SFTP v3 attributes carry no link count; st_nlink is always 1",
 	"FcntlFlockLocksFile": "SFTP has no locks; the kernel keeps POSIX locks per process, and the test expects a conflict within one process",
 	"OpenSymlinkRace": "SFTP v3 open has no O_NOFOLLOW: a symlink swapped in between lookup and open is followed " +
 		"on the server, within the remote user's rights (here the server is local, so the test calls it an attack)",

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 
@@ -87,12 +88,22 @@ func (n *node) renamed(np *node, name, newName, oldDir, oldp, newDir, newp strin
 	} else {
 		d.Forget(newDir, newName)
 	}
+	n.fsys.entriesChanged(oldDir, time.Time{})
+	if newDir != oldDir {
+		n.fsys.entriesChanged(newDir, time.Time{})
+	}
 	if over := np.GetChild(newName); over != nil {
 		if ch := n.GetChild(name); ch != over {
-			over.Operations().(*node).detach(newp)
+			// The file renamed over lost a name (changed.go).
+			on := over.Operations().(*node)
+			on.changedInode(-1)
+			on.detach(newp)
 		}
 	}
 	ch := n.GetChild(name)
+	if ch != nil {
+		ch.Operations().(*node).changedInode(0) // as ext4, a rename is a change of the inode
+	}
 	if ch == nil {
 		n.fsys.inos.move(oldp, newp, n.fsys.inos.get(oldp))
 		d.DropTree(oldp)

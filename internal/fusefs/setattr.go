@@ -70,6 +70,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			n.fsys.forgetContent(p)
 		}
 	}
+	n.changedInode(0) // changed.go
 	if !changed {
 		return n.Getattr(ctx, fh, out)
 	}
