@@ -172,6 +172,7 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	}
 	fsys := newFilesys(ns, o)
 	fsys.startPersist()
+	fsys.pre.listAtMount()
 	fo := fsys.fsOptions(mo)
 	raw := fsys.rawFS(fo)
 	if mo.AllowRoot {
