@@ -140,3 +140,33 @@ func TestListTreeLoopCommandFails(t *testing.T) {
 		t.Errorf("after a failure: %d directories, %v", len(c.dirs), err)
 	}
 }
+
+// The loop lives on the connection it was started on: once the server
+// went away and the host reconnected, the next listing starts another
+// loop and lists completely.
+func TestListTreeLoopAfterReconnect(t *testing.T) {
+	th := testenv.StartHost(t, "127.0.0.2")
+	must(t, os.MkdirAll(filepath.Join(th.Dir, "a", "b"), 0o755))
+	h := dialSSH(t, th, nil)
+	r := h.Remote().(remote.TreeLister)
+	must(t, r.ListTree(bg, "", 1, func(string, []remote.DirEntry) {}))
+	h.x.sessMu.Lock()
+	old := h.x.sess
+	h.x.sessMu.Unlock()
+	th.Kill()
+	must(t, th.Restart())
+	testenv.Eventually(t, "slot 0 reconnected", func() bool {
+		c := h.Stats().Channels[0]
+		return c.Reconnects > 0 && c.Up
+	})
+	var c collect
+	if err := r.ListTree(bg, "", 1, c.fn); err != nil || len(c.dirs) != 2 {
+		t.Errorf("after the reconnect: %d directories, %v; want 2", len(c.dirs), err)
+	}
+	h.x.sessMu.Lock()
+	s := h.x.sess
+	h.x.sessMu.Unlock()
+	if s == nil || s == old || !old.dead() {
+		t.Errorf("loop %p after the reconnect, %p before (dead %v)", s, old, old.dead())
+	}
+}
