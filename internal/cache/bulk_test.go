@@ -247,3 +247,46 @@ func TestStartBulkCoverage(t *testing.T) {
 		t.Error("bulk with the cache disabled")
 	}
 }
+
+// A bulk started ahead of any reader (at mount) stores its root's listing
+// as a reader's: the first lookup there is a look, not a walk, while the
+// level below stays prefetched. Lookups meanwhile wait for it.
+func TestStartAheadRootIsALook(t *testing.T) {
+	d := New(time.Minute, nil)
+	b := d.StartAhead("", 1)
+	if b == nil {
+		t.Fatal("no bulk ahead on an empty cache")
+	}
+	if d.StartAhead("", 1) != nil || d.StartBulk("", 1) != nil {
+		t.Error("a bulk ahead does not cover its range")
+	}
+	var n atomic.Int32
+	ch := lookupAsync(context.Background(), d, "", "a", countingFetch(&n))
+	expectBlocked(t, ch)
+	b.Publish("a", ents("x"))
+	b.Publish("", ents("a"))
+	expectState(t, ch, Hit)
+	b.End(true)
+	if n.Load() != 0 {
+		t.Errorf("%d fetches: the root was listed twice", n.Load())
+	}
+	if d.TakePrefetched("") {
+		t.Error("the root of a bulk ahead is a prefetched listing: its first lookup would start a walk")
+	}
+	if !d.TakePrefetched("a") {
+		t.Error("the level below the root is not a prefetched listing")
+	}
+}
+
+// A root already listed (loaded from a snapshot, or by a reader) gets no
+// bulk ahead: what is listed again is the check's to decide.
+func TestStartAheadNotOverAListing(t *testing.T) {
+	d := New(time.Minute, nil)
+	d.Put("", ents("a"))
+	if d.StartAhead("", 1) != nil {
+		t.Error("a bulk ahead over a kept listing of the root")
+	}
+	if New(0, nil).StartAhead("", 1) != nil {
+		t.Error("bulk ahead with the cache disabled")
+	}
+}

@@ -48,6 +48,12 @@ type execState struct {
 	// find); remembered so that it is not asked again. gnuFind: a tree
 	// listing worked, find need not be checked again.
 	noTree, gnuFind atomic.Bool
+	// The long-lived command loop that runs tree listings (session.go):
+	// sessMu is held while it runs one; noSession: the server runs no
+	// loop of ours.
+	sessMu    sync.Mutex
+	sess      *cmdSession
+	noSession atomic.Bool
 }
 
 // ErrNoExec is the error of Exec on a host reached without ssh.

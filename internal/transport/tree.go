@@ -71,8 +71,23 @@ func (h *Host) listTree(ctx context.Context, abs, dir string, depth int, fn func
 	if depth < 0 {
 		depth = 0
 	}
-	p := newTreeParser(dir, depth, treeMaxEntries, fn)
-	err := h.Exec(ctx, treeCommand(abs, depth, !h.x.gnuFind.Load()), p.read)
+	cmd := treeCommand(abs, depth, !h.x.gnuFind.Load())
+	reported := map[string]bool{}
+	p := newTreeParser(dir, depth, treeMaxEntries, func(d string, ents []remote.DirEntry) {
+		reported[d] = true
+		fn(d, ents)
+	})
+	ran, err := h.sessionExec(ctx, cmd, p.read)
+	if !ran {
+		// A listing is read-only: one cut short is run again, and
+		// reports only what the first run did not.
+		p = newTreeParser(dir, depth, treeMaxEntries, func(d string, ents []remote.DirEntry) {
+			if !reported[d] {
+				fn(d, ents)
+			}
+		})
+		err = h.Exec(ctx, cmd, p.read)
+	}
 	var ee *ExecError
 	switch {
 	case errors.Is(err, remote.ErrTreeTruncated):
