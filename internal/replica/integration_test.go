@@ -36,6 +36,12 @@ type sshSet struct {
 
 func startSSHSet(t *testing.T) *sshSet {
 	t.Helper()
+	return startSSHSetWith(t, func(*Options) {})
+}
+
+// startSSHSetWith is startSSHSet with the set's options changed by mod.
+func startSSHSetWith(t *testing.T, mod func(*Options)) *sshSet {
+	t.Helper()
 	testenv.RequireFUSE(t)
 	hosts, _ := testenv.StartHosts(t, 2)
 	ss := &sshSet{hosts: hosts, dir: hosts[0].Dir, mnt: t.TempDir()}
@@ -55,8 +61,10 @@ func startSSHSet(t *testing.T) *sshSet {
 			t.Logf("replica log:\n%s", logs)
 		}
 	})
-	s, err := New(ms, Options{ProbeInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	o := Options{ProbeInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	mod(&o)
+	s, err := New(ms, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,34 +145,35 @@ func hashFile(t *testing.T, path string) []byte {
 }
 
 // Eight readers through the mount, open at the same time, spread over both
-// sshd hosts. Every file is opened before any is read: how many readers
-// overlap then depends on the mount, not on how the test's goroutines
-// happen to be scheduled on a busy machine (a reader that finished before
-// the next one opened would leave its member idle, and the next pick would
-// rightly go there again).
+// sshd hosts. Every file is open on a server before any is read through:
+// how many readers overlap then depends on the mount, not on how the
+// test's goroutines happen to be scheduled on a busy machine (a reader
+// that finished before the next one opened would leave its member idle,
+// and the next pick would rightly go there again).
 func TestSSHParallelReadersSpread(t *testing.T) {
 	equalLatencies(t)
-	ss := startSSHSet(t)
+	// No latency probes: they too are work of the moment (see below).
+	ss := startSSHSetWith(t, func(o *Options) { o.ProbeInterval = time.Hour })
 	const size = 16 << 20
 	sums := make([][]byte, 8)
 	for i := range sums {
 		sums[i] = makeFile(t, filepath.Join(ss.dir, fmt.Sprint("f", i)), byte(i), size)
 	}
-	files := make([]*os.File, len(sums))
-	var opened sync.WaitGroup
-	for i := range sums {
-		opened.Add(1)
-		go func() {
-			defer opened.Done()
-			f, err := os.Open(filepath.Join(ss.mnt, fmt.Sprint("f", i)))
-			if err != nil {
-				t.Error(err)
-				return
+	// Every file is opened, and read from once (the mount opens a
+	// read-only file on the server at its first read), one after another
+	// while the others stay open, each once the set is idle: the lookup,
+	// read ahead and attribute fetch an open starts are work of the moment
+	// that would weigh on the next pick, so the picks weigh open files
+	// alone.
+	idle := func() bool {
+		for _, m := range ss.set.Stats() {
+			if m.InFlight > 0 {
+				return false
 			}
-			files[i] = f
-		}()
+		}
+		return true
 	}
-	opened.Wait()
+	files := make([]*os.File, len(sums))
 	t.Cleanup(func() {
 		for _, f := range files {
 			if f != nil {
@@ -172,8 +181,17 @@ func TestSSHParallelReadersSpread(t *testing.T) {
 			}
 		}
 	})
-	if t.Failed() {
-		t.FailNow()
+	for i := range files {
+		testenv.Eventually(t, "no call in flight", idle)
+		f, err := os.Open(filepath.Join(ss.mnt, fmt.Sprint("f", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[i] = f
+		testenv.Eventually(t, "no call in flight", idle)
+		if _, err := f.ReadAt(make([]byte, 1), 0); err != nil {
+			t.Fatalf("first read of f%d: %v", i, err)
+		}
 	}
 	var wg sync.WaitGroup
 	for i, f := range files {
