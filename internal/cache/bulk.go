@@ -30,9 +30,6 @@ type Bulk struct {
 	// or passed over (unreadable, changed by the mount). Their subtrees
 	// within its range are done too (children come first).
 	published map[string]bool
-	// ahead: the bulk runs ahead of any reader (StartAhead); its root's
-	// listing is stored as one a reader made.
-	ahead     bool
 	dirty     map[string]bool // directories the mount changed meanwhile
 	dirtyTree []string        // trees the mount dropped meanwhile
 	waiters   map[string]chan struct{}
@@ -47,33 +44,6 @@ func (d *Dirs) StartBulk(root string, depth int) *Bulk {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.startBulkLocked(root, depth)
-}
-
-// StartAhead registers a bulk listing of root, depth levels deep, made
-// before anyone looked (at mount), unless a listing of root is kept
-// already (loaded from a snapshot: its check decides what is listed
-// again) or a bulk covers it; then it returns nil. Root's own listing is
-// stored as one a reader made: a walk is what readers do with listings
-// made ahead of them, and the first lookup at root is a look, not a walk.
-// The levels below are prefetched listings, as in any bulk.
-func (d *Dirs) StartAhead(root string, depth int) *Bulk {
-	if !d.Enabled() {
-		return nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.dirs[root] != nil || d.flights[root] != nil {
-		return nil
-	}
-	b := d.startBulkLocked(root, depth)
-	if b != nil {
-		b.ahead = true
-	}
-	return b
-}
-
-func (d *Dirs) startBulkLocked(root string, depth int) *Bulk {
 	d.sweepBulksLocked()
 	for _, b := range d.bulks {
 		if lvl, ok := b.level(root); ok && lvl < b.depth && (!b.ended || b.published[root]) {
@@ -137,7 +107,7 @@ func (b *Bulk) Publish(dir string, ents []remote.DirEntry) {
 		return
 	}
 	d.storeLocked(dir, ents)
-	d.dirs[dir].prefetched = !b.ahead || dir != b.root
+	d.dirs[dir].prefetched = true
 }
 
 // End ends the bulk and every wait for it. remember keeps what it went

@@ -178,7 +178,6 @@ func Mount(mountpoint string, ns namespace.Namespace, o Options, mo MountOptions
 	fds := fuseFDs() // before the mount's own
 	fsys := newFilesys(ns, o)
 	fsys.startPersist()
-	fsys.pre.listAtMount()
 	fo := fsys.fsOptions(mo)
 	raw := fsys.rawFS(fo)
 	if mo.AllowRoot {

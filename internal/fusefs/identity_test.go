@@ -84,10 +84,7 @@ func TestServerInodesOff(t *testing.T) {
 
 // A mount showing server identities lists each directory by a remote
 // command, far dearer than READDIR: a single look lists the level ahead
-// with one tree listing, not one command per subdirectory. At the root,
-// that listing is started as the mount comes up, and it lists the root
-// too: a look at the root costs one command in all, not the root's
-// listing and then the level ahead.
+// with one tree listing, not one command per subdirectory.
 func TestServerInodesLookAheadInOneCommand(t *testing.T) {
 	th := testenv.StartHost(t, "127.0.0.2")
 	walkTree(t, th.Dir, 4, 0)
@@ -101,35 +98,8 @@ func TestServerInodesLookAheadInOneCommand(t *testing.T) {
 	testenv.Eventually(t, "the level ahead listed", func() bool {
 		return strings.Contains(tm.logs.String(), `msg="bulk listing" dir="" depth=1`)
 	})
-	if n := h.Stats().Requests["exec"]; n != 1 {
-		t.Errorf("%d commands for a look at the root, of 4 subdirectories; want one listing of both levels", n)
-	}
-}
-
-// The listing ahead of the root starts with the mount, before anyone
-// looks; a mount that shows no server identities lists nothing until
-// asked.
-func TestServerInodesRootListedAtMount(t *testing.T) {
-	th := testenv.StartHost(t, "127.0.0.2")
-	walkTree(t, th.Dir, 2, 0)
-	o := walkOpts()
-	o.ServerInodes = true
-	tm, h := mountSSH(t, th, o)
-	testenv.Eventually(t, "the root listed ahead at mount", func() bool {
-		return strings.Contains(tm.logs.String(), `msg="bulk listing" dir="" depth=1`)
-	})
-	if n := h.Stats().Requests["exec"]; n != 1 {
-		t.Errorf("%d commands at mount, want one listing of the root and the level below", n)
-	}
-	off := walkOpts()
-	th2 := testenv.StartHost(t, "127.0.0.3")
-	walkTree(t, th2.Dir, 2, 0)
-	tm2, h2 := mountSSH(t, th2, off)
-	if _, err := os.Stat(filepath.Join(tm2.mnt, "empty")); err != nil {
-		t.Fatal(err)
-	}
-	if n := h2.Stats().Requests["exec"]; n != 0 {
-		t.Errorf("%d commands on a mount without server identities, want none", n)
+	if n := h.Stats().Requests["exec"]; n != 2 {
+		t.Errorf("%d commands for a look at a directory of 4 subdirectories; want its listing and one for the level ahead", n)
 	}
 }
 

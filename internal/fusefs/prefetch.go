@@ -260,24 +260,6 @@ func (p *prefetcher) bulk(dir string, ents []remote.DirEntry, depth, fallback in
 	return true
 }
 
-// listAtMount starts, as the mount comes up, the tree listing that the
-// first lookup at the root would start on a mount showing server
-// identities: the root and the level below it, one remote command. The
-// first lookups then find it under way or done, instead of listing the
-// root and then the level below, one command after the other, while the
-// user waits. It costs a mount nobody uses what a first ls of the root
-// would. Nothing it lists is older than the mount; a root listing loaded
-// from a snapshot is left to its check (StartAhead).
-func (p *prefetcher) listAtMount() {
-	tl, ok := p.f.ns.(remote.TreeLister)
-	if !ok || !p.f.serverIDs() || p.f.opts.PrefetchDepth <= 0 {
-		return
-	}
-	if b := p.f.dirs.StartAhead("", 1); b != nil {
-		go p.runBulk(tl, b, "", nil, 0)
-	}
-}
-
 // runBulk runs one bulk listing; if it fails, the walk at dir is
 // prefetched directory by directory.
 func (p *prefetcher) runBulk(tl remote.TreeLister, b *cache.Bulk, dir string, ents []remote.DirEntry, fallback int) {
