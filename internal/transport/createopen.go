@@ -38,7 +38,7 @@ type openHook struct {
 }
 
 // hookOpen registers h; false when an OPEN of the same path is already
-// hooked on this session (two creates of one name: neither may get the
+// hooked on this channel (two creates of one name: neither may get the
 // other's permissions).
 func (c *wireWriter) hookOpen(h *openHook) bool {
 	c.mu.Lock()
