@@ -41,17 +41,7 @@ func keepOwn(old, a remote.Attr, now time.Time) remote.Attr {
 		return remote.KeepIdentity(old, a, now)
 	}
 	a.Nlink, a.Ctime = old.Nlink, old.Ctime
-	switch {
-	case !a.Mtime.Equal(old.Mtime) || a.Size != old.Size:
-		if a.Mtime.After(a.Ctime) {
-			a.Ctime = a.Mtime
-		}
-	case a.Mode != old.Mode || a.UID != old.UID || a.GID != old.GID:
-		if now.After(a.Ctime) {
-			a.Ctime = now
-		}
-	}
-	return a
+	return remote.MoveCtime(old, a, now)
 }
 
 // changedInode records a change of the node's inode made through the

@@ -40,6 +40,14 @@ func KeepIdentity(old, a Attr, now time.Time) Attr {
 		return a
 	}
 	a.Dev, a.Ino, a.Nlink, a.Ctime = old.Dev, old.Ino, old.Nlink, old.Ctime
+	return MoveCtime(old, a, now)
+}
+
+// MoveCtime returns a, whose Ctime is the change time recorded with old,
+// with that time moved by what changed from old to a: a changed
+// modification time or size is the change time of a write (the kernel
+// sets both), a changed mode or owner one of now.
+func MoveCtime(old, a Attr, now time.Time) Attr {
 	switch {
 	case !a.Mtime.Equal(old.Mtime) || a.Size != old.Size:
 		if a.Mtime.After(a.Ctime) {
