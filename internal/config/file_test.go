@@ -127,6 +127,7 @@ func TestFileErrors(t *testing.T) {
 		{"[host.h]\nport = 22.5\n" + br, `:2: host.h.port: expected an integer, got the number 22.5`},
 		{"[host.h]\nmax_conns = 65\n" + br, `:2: host.h.max_conns: must be between 1 and 64`},
 		{"[host.h]\nuser = \"\"\n" + br, `:2: host.h.user: bad user name ""`},
+		{"[host.h]\nuser = \"u[\"\n" + br, `:2: host.h.user: bad user name "u["`},
 		{"[host.h]\nhost = \"x\"\n" + br, `:2: host.h.host: unknown key (known here: user, port, identity_file, ssh_config, ssh_options, max_conns)`},
 		{"[host.h]\nssh_options = { Bogus = 1 }\n" + br, `:2: host.h.ssh_options.Bogus: not an ssh_config(5) keyword`},
 		{"[host.h]\nssh_options = { ProxyJump = \"\" }\n" + br, `:2: host.h.ssh_options.ProxyJump: needs a value`},

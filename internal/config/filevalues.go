@@ -170,7 +170,9 @@ func (d *decoder) hostTables(v fval) error {
 
 func setHostUser(d *decoder, v fval) error {
 	u := v.raw.(string)
-	if u == "" || strings.ContainsAny(u, " \t\n@") {
+	// Nor what the branch's command-line form ([user@]host:dir) could not
+	// carry back: the status, the log and the mount table show that form.
+	if u == "" || strings.ContainsAny(u, " \t\n@[]:,") {
 		return d.errAt(v.path, "bad user name %q", u)
 	}
 	d.host.e.User = u
